@@ -1,0 +1,3 @@
+"""edge-tts-daemon: offline text-to-speech for Raspberry Pi fleets."""
+
+__version__ = "0.1.0"

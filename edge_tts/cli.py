@@ -1,0 +1,134 @@
+"""Command line: `edge-ttsd say | verify-model | quantize`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .logs import setup_logging
+from .text import EmptyTextError
+
+# Exit codes systemd can tell apart: "refused to start" must not be restarted in a loop.
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_NO_DEVICE = 69  # EX_UNAVAILABLE
+EXIT_REFUSED = 78  # EX_CONFIG: bad config, tampered or unknown model
+
+_LOGGER = logging.getLogger("edge_tts")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    setup_logging("DEBUG" if args.verbose else "WARNING")
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="edge-ttsd", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_say(sub)
+    _add_verify(sub)
+    _add_quantize(sub)
+    return parser
+
+
+def _add_say(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("say", help="speak text on the default ALSA device or into a WAV")
+    p.add_argument("text", help="text to speak; '-' reads standard input")
+    p.add_argument("--out", type=Path, help="write a WAV file instead of playing")
+    p.add_argument("--voice", help="voice name or path to voice.onnx (default: INT8 joe)")
+    p.add_argument("--sha256", help="pin the model's SHA-256 (else its manifest is used)")
+    p.add_argument("--speaker", help="speaker name or id of a multi-speaker voice")
+    p.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        help="speaking rate: 1.5 is 50%% faster (length scale 1/speed)",
+    )
+    p.add_argument("--volume", type=float, default=1.0, help="gain, 0.0-2.0")
+    p.add_argument("--device", help="ALSA/PortAudio output device (default: system default)")
+    p.add_argument("--threads", type=int, default=2, help="onnxruntime intra-op threads")
+    p.set_defaults(func=_cmd_say)
+
+
+def _add_verify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("verify-model", help="check a model against its pinned digest; print it")
+    p.add_argument("model", nargs="?", help="path to voice.onnx (default: the default voice)")
+    p.add_argument("--sha256", help="expected SHA-256 (else the manifest's, else builtin)")
+    p.set_defaults(func=_cmd_verify)
+
+
+def _add_quantize(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("quantize", help="build an INT8 voice and report its quality vs FP32")
+    p.add_argument("source", nargs="?", type=Path, help="FP32 voice.onnx (default: joe)")
+    p.add_argument("output", nargs="?", type=Path, help="INT8 output (default: data dir)")
+    p.add_argument("--scheme", help="quantization scheme (default: the project default)")
+    p.add_argument("--no-report", action="store_true", help="skip the quality report")
+    p.set_defaults(func=_cmd_quantize)
+
+
+def _cmd_say(args: argparse.Namespace) -> int:
+    from .say import DeviceSink, NoSoundCardError, Sink, WavSink, say
+    from .synthesis import SpeechOptions, Synthesizer
+    from .voice import files
+    from .voice.integrity import ModelIntegrityError
+    from .voice.model import Voice
+
+    text = sys.stdin.read() if args.text == "-" else args.text
+    if not 0.1 <= args.speed <= 10 or not 0.0 <= args.volume <= 2.0:
+        return _fail(EXIT_USAGE, "--speed must be within 0.1-10 and --volume within 0-2")
+    try:
+        sink: Sink = WavSink(args.out) if args.out else DeviceSink(_device(args.device))
+        voice = Voice(files.resolve(args.voice), pinned_sha256=args.sha256, threads=args.threads)
+        options = SpeechOptions(
+            speaker=args.speaker,
+            length_scale=voice.config.length_scale / args.speed,
+            volume=args.volume,
+        )
+        report = say(Synthesizer(voice), text, options, sink)
+    except NoSoundCardError as err:
+        return _fail(EXIT_NO_DEVICE, str(err))
+    except (files.VoiceNotFoundError, ModelIntegrityError) as err:
+        return _fail(EXIT_REFUSED, str(err))
+    except (EmptyTextError, ValueError) as err:
+        return _fail(EXIT_USAGE, str(err))
+    where = f"wrote {args.out}" if args.out else "played"
+    print(f"{where}: {report.summary()}", file=sys.stderr)
+    return 0
+
+
+def _device(value: str | None) -> str | int | None:
+    return int(value) if value is not None and value.isdigit() else value
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from .voice import files
+    from .voice.integrity import ModelIntegrityError, read_verified
+
+    try:
+        voice = files.resolve(args.model)
+        verified = read_verified(voice.model, pinned=args.sha256, builtin=voice.builtin_digest)
+    except (files.VoiceNotFoundError, ModelIntegrityError) as err:
+        return _fail(EXIT_REFUSED, str(err))
+    state = "unpinned" if verified.pinned_by == "none" else f"OK (pinned by {verified.pinned_by})"
+    print(f"{verified.sha256}  {voice.model}  {state}")
+    return 0
+
+
+def _cmd_quantize(args: argparse.Namespace) -> int:
+    from .quantize_cmd import run_quantize
+
+    return run_quantize(args)
+
+
+def _fail(code: int, message: str) -> int:
+    print(f"edge-ttsd: error: {message}", file=sys.stderr)
+    return code

@@ -1,0 +1,67 @@
+"""`edge-ttsd quantize`: build an INT8 voice, then report its quality against FP32."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from importlib.resources import files as package_files
+from pathlib import Path
+
+from .text import prepare
+from .voice import files
+from .voice.integrity import ModelIntegrityError, read_verified
+from .voice.model import load_config
+from .voice.phonemize import text_to_ids
+from .voice.quality import quality_report
+from .voice.quantize import DEFAULT_SCHEME, SCHEMES, quantize
+
+NAIVE_SCHEME = "naive-dynamic"
+
+
+def sentence_ids(voice: files.VoiceFiles, resource: str) -> list[list[int]]:
+    """Phoneme ids of a packaged sentence list, through the same front-end as speech."""
+    config = load_config(voice)
+    text = package_files("edge_tts.voice").joinpath("data", resource).read_text("utf-8")
+    ids: list[list[int]] = []
+    for line in filter(None, map(str.strip, text.splitlines())):
+        for chunk in prepare(line, language=config.espeak_voice, max_chunk_chars=10_000):
+            ids.extend(text_to_ids(chunk, config))
+    return ids
+
+
+def run_quantize(args: argparse.Namespace) -> int:
+    source = files.from_model_path(args.source) if args.source else files.packaged_fp32()
+    output: Path = args.output or files.default_int8_path()
+    scheme = args.scheme or DEFAULT_SCHEME
+    if scheme not in SCHEMES:
+        print(
+            f"edge-ttsd: error: unknown scheme {scheme!r} (known: {', '.join(SCHEMES)})",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        read_verified(source.model, builtin=source.builtin_digest)
+    except ModelIntegrityError as err:
+        print(f"edge-ttsd: error: {err}", file=sys.stderr)
+        return 78
+    output.parent.mkdir(parents=True, exist_ok=True)
+    manifest = quantize(source.model, output, scheme, sentence_ids(source, "calibration_en.txt"))
+    size_mb = output.stat().st_size / 1e6
+    print(f"{manifest['sha256']}  {output}  ({scheme}, {size_mb:.1f} MB)")
+    if not args.no_report:
+        _report(source, output, scheme)
+    return 0
+
+
+def _report(source: files.VoiceFiles, output: Path, scheme: str) -> None:
+    ids = sentence_ids(source, "evaluation_en.txt")
+    print(f"\nQuality of {scheme} against FP32 ({len(ids)} sentences, noise scales 0):")
+    print(quality_report(source.model, output, ids).format())
+    if scheme == NAIVE_SCHEME:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        naive = Path(tmp) / "naive.onnx"
+        quantize(source.model, naive, NAIVE_SCHEME, [])
+        print(f"\nFor comparison, {NAIVE_SCHEME} against FP32:")
+        print(quality_report(source.model, naive, ids).format())

@@ -1,0 +1,86 @@
+"""The text front-end: message text in, short speakable chunks out."""
+
+import re
+from typing import Final
+
+from edge_tts.text.clean import clean, is_speakable, tidy
+from edge_tts.text.languages import expander_for
+from edge_tts.text.split import split_long, split_sentences
+
+
+class EmptyTextError(ValueError):
+    """The text has nothing to speak: it is empty or only whitespace, punctuation or controls."""
+
+
+# espeak-ng ignores "..." entirely (no pause, even the word gap goes), so an ellipsis becomes
+# the punctuation it stands for: a sentence end before a capital, a closing bracket or quote
+# or the end of the text, else a comma.
+_ELLIPSIS_AT_END: Final = re.compile(r"\.\.\.(?=$|[)\]\"']| [A-Z0-9\"'(])")
+_ELLIPSIS: Final = re.compile(r"\.\.\. ?")
+_EXCERPT_CHARS: Final = 40
+
+
+def _ellipses_to_pauses(text: str) -> str:
+    text = _ELLIPSIS_AT_END.sub(".", text)
+    return tidy(_ELLIPSIS.sub(", ", text))
+
+
+def normalize(text: str, language: str = "en") -> str:
+    """Clean text and expand numbers, units, dates and abbreviations for the language.
+
+    Returns "" for text with nothing in it; never raises for odd input.
+    """
+    text = clean(text)
+    expand = expander_for(language)
+    if expand is not None:
+        text = expand(text)
+    return _ellipses_to_pauses(text)
+
+
+def _check_limits(max_chunk_chars: int, first_chunk_chars: int) -> None:
+    if max_chunk_chars < 1 or first_chunk_chars < 1:
+        raise ValueError(
+            "chunk limits must be at least 1, got "
+            f"max_chunk_chars={max_chunk_chars}, first_chunk_chars={first_chunk_chars}"
+        )
+
+
+def _speakable(chunks: list[str]) -> list[str]:
+    return [chunk for chunk in chunks if is_speakable(chunk)]
+
+
+def _shorten_first(chunks: list[str], first_chunk_chars: int, max_chunk_chars: int) -> list[str]:
+    """Cut the first chunk at a clause boundary so the first audio starts sooner."""
+    if len(chunks[0]) <= first_chunk_chars:
+        return chunks
+    head, *tail = _speakable(split_long(chunks[0], first_chunk_chars))
+    return [head, *split_long(" ".join(tail), max_chunk_chars), *chunks[1:]]
+
+
+def prepare(
+    text: str,
+    language: str = "en",
+    max_chunk_chars: int = 200,
+    first_chunk_chars: int = 60,
+) -> list[str]:
+    """Normalize text and split it into chunks ready for synthesis, first chunk short.
+
+    Raises EmptyTextError when nothing speakable is left, ValueError for bad limits.
+    """
+    _check_limits(max_chunk_chars, first_chunk_chars)
+    normalized = normalize(text, language)
+    if not is_speakable(normalized):
+        excerpt = text[:_EXCERPT_CHARS]
+        raise EmptyTextError(
+            f"text has nothing speakable (empty, or only whitespace, punctuation or control "
+            f"characters): {excerpt!r}"
+        )
+    chunks = _speakable(
+        [
+            chunk
+            for sentence in split_sentences(normalized)
+            for chunk in split_long(sentence, max_chunk_chars)
+        ]
+    )
+    # Punctuation-only pieces are dropped: they carry no speech, only a pause.
+    return _speakable(_shorten_first(chunks, first_chunk_chars, max_chunk_chars))

@@ -1,0 +1,180 @@
+"""Sentence and chunk splitting.
+
+Works on any text, normalized or not: abbreviations, initials and decimals are recognised
+here too, so a raw message still splits at real sentence ends only. Every chunk keeps its
+trailing punctuation because the voice model uses it for intonation.
+"""
+
+import re
+from typing import Final
+
+from edge_tts.text.clean import is_speakable
+
+# A run of terminators plus closing quotes/brackets, followed by a space or the end. The
+# lookbehind stops a match starting inside a run, keeping long "!!!!..." input linear.
+_TERMINATOR: Final = re.compile(r"(?<![.!?])(?P<marks>[.!?]++)(?P<close>[\"')\]]*+)(?= |$)")
+
+# Words whose period never ends a sentence: they always introduce something.
+_CONTINUES: Final = frozenset(
+    {"mr", "mrs", "ms", "dr", "prof", "st", "mt", "capt", "sgt", "lt", "rev", "e.g", "i.e"}
+    | {"vs", "cf", "approx", "ca", "a.k.a"}
+)
+# Words whose period does not end a sentence when a number follows ("No. 5", "Nov. 29").
+_CONTINUES_BEFORE_NUMBER: Final = frozenset(
+    {"no", "nr", "p", "pp", "vol", "ch", "fig", "jan", "feb", "mar", "apr", "jun", "jul"}
+    | {"aug", "sep", "sept", "oct", "nov", "dec"}
+)
+_OPENERS: Final = "\"'(["
+# Longer than any abbreviation above, so a truncated long word can never match one.
+_WORD_WINDOW: Final = 12
+
+
+def _word_before(text: str, end: int) -> str:
+    window = text[max(0, end - _WORD_WINDOW) : end]
+    return window.rpartition(" ")[2].lstrip(_OPENERS)
+
+
+def _is_initial(word: str) -> bool:
+    """ "J" in "J. Smith", "U.S" in "U.S. Army"."""
+    letters = word.split(".")
+    return all(len(part) == 1 and part.isalpha() for part in letters)
+
+
+def _period_ends_sentence(text: str, match: re.Match[str], following: str) -> bool:
+    if not (following.isupper() or following.isdigit() or following in _OPENERS):
+        return False
+    word = _word_before(text, match.start()).lower()
+    if word in _CONTINUES or (following.isdigit() and word in _CONTINUES_BEFORE_NUMBER):
+        return False
+    return not (following.isupper() and _is_initial(word))
+
+
+def _is_boundary(text: str, match: re.Match[str]) -> bool:
+    following = text[match.end() + 1 : match.end() + 2]
+    if not following:
+        return True
+    if "!" in match["marks"] or "?" in match["marks"]:
+        # '"Stop!" he said.' - quoted speech goes on after the closing quote.
+        return not (match["close"] and following.islower())
+    return _period_ends_sentence(text, match, following)
+
+
+def _merge_unspeakable(pieces: list[str]) -> list[str]:
+    """Attach punctuation-only pieces to a neighbour instead of returning them alone."""
+    merged: list[str] = []
+    pending = ""
+    for piece in pieces:
+        if not is_speakable(piece):
+            if merged:
+                merged[-1] = f"{merged[-1]} {piece}"
+            else:
+                pending = f"{pending} {piece}".strip()
+            continue
+        merged.append(f"{pending} {piece}".strip())
+        pending = ""
+    if pending:
+        merged.append(pending)
+    return merged
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split text into sentences, each keeping its final punctuation and closing quotes."""
+    text = " ".join(text.split())
+    pieces: list[str] = []
+    start = 0
+    for match in _TERMINATOR.finditer(text):
+        if _is_boundary(text, match):
+            pieces.append(text[start : match.end()].strip())
+            start = match.end()
+    pieces.append(text[start:].strip())
+    return _merge_unspeakable([piece for piece in pieces if piece])
+
+
+# Split points, most preferred first: after clause punctuation, before a conjunction,
+# between words. Each splits at a single space (split_long collapses whitespace first).
+_CLAUSE_BREAK: Final = re.compile(r"(?<=[,;:—–]) ")
+_CONJUNCTIONS: Final = (
+    "and",
+    "but",
+    "or",
+    "nor",
+    "so",
+    "because",
+    "which",
+    "who",
+    "while",
+    "when",
+    "where",
+    "whereas",
+    "although",
+    "though",
+    "unless",
+    "until",
+)
+_CONJUNCTION_BREAK: Final = re.compile(rf" (?=(?:{'|'.join(_CONJUNCTIONS)})\b)")
+_WORD_BREAK: Final = re.compile(" ")
+_LEVELS: Final = (_CLAUSE_BREAK, _CONJUNCTION_BREAK, _WORD_BREAK)
+_MAX_BALANCED_CHUNKS: Final = 8
+
+
+def _greedy(pieces: list[str], width: int) -> list[str]:
+    """Join neighbouring pieces with spaces while the result fits in width."""
+    packed: list[str] = []
+    current: list[str] = []
+    length = 0
+    for piece in pieces:
+        if current and length + 1 + len(piece) <= width:
+            current.append(piece)
+            length += 1 + len(piece)
+            continue
+        if current:
+            packed.append(" ".join(current))
+        current, length = [piece], len(piece)
+    if current:
+        packed.append(" ".join(current))
+    return packed
+
+
+def _pack(pieces: list[str], max_chars: int) -> list[str]:
+    """As few chunks as greedy packing needs, but as even as possible.
+
+    Plain greedy packing leaves orphans ("... finished its" + "cycle,"); the narrowest width
+    that still needs no more chunks spreads the words evenly. The chunk count only falls as
+    the width grows, so a binary search finds it. Past a few chunks an orphan no longer
+    matters, and the search is skipped to keep huge inputs cheap.
+    """
+    greedy = _greedy(pieces, max_chars)
+    fewest = len(greedy)
+    if fewest > _MAX_BALANCED_CHUNKS:
+        return greedy
+    low, high = 1, max_chars
+    while low < high:
+        middle = (low + high) // 2
+        if len(_greedy(pieces, middle)) <= fewest:
+            high = middle
+        else:
+            low = middle + 1
+    return _greedy(pieces, low)
+
+
+def _split(text: str, max_chars: int, level: int) -> list[str]:
+    if len(text) <= max_chars or level == len(_LEVELS):
+        return [text]
+    pieces = [piece for piece in _LEVELS[level].split(text) if piece]
+    chunks: list[str] = []
+    for packed in _pack(pieces, max_chars):
+        chunks.extend(_split(packed, max_chars, level + 1))
+    return chunks
+
+
+def split_long(sentence: str, max_chars: int) -> list[str]:
+    """Split a sentence into chunks of at most max_chars characters.
+
+    Prefers clause punctuation (, ; : — –), then the space before a conjunction, then any
+    space. Only a single word longer than max_chars yields a longer chunk. Whitespace is
+    collapsed; the words and their order are unchanged.
+    """
+    if max_chars < 1:
+        raise ValueError(f"max_chars must be at least 1, got {max_chars}")
+    text = " ".join(sentence.split())
+    return _split(text, max_chars, 0) if text else []

@@ -1,0 +1,1 @@
+"""Piper voices: files, integrity, phonemes, inference, quantization."""

@@ -1,0 +1,73 @@
+"""Shared fixtures: the real packaged voice, and a scratch copy for tampering."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from edge_tts.voice import files
+from edge_tts.voice.model import Voice
+
+from .soundcard import VirtualSoundCard
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO / "edge_tts" / "voice" / "data" / "evaluation_en.txt"
+
+
+def corpus_lines() -> list[str]:
+    return [line.strip() for line in CORPUS.read_text("utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def fp32_files() -> files.VoiceFiles:
+    return files.packaged_fp32()
+
+
+@pytest.fixture(scope="session")
+def fp32_voice(fp32_files: files.VoiceFiles) -> Voice:
+    voice = Voice(fp32_files)
+    voice.load()
+    return voice
+
+
+@pytest.fixture()
+def voice_copy(tmp_path: Path, fp32_files: files.VoiceFiles) -> files.VoiceFiles:
+    """A private copy of the packaged voice that a test may damage."""
+    model = tmp_path / "copy.onnx"
+    shutil.copyfile(fp32_files.model, model)
+    shutil.copyfile(fp32_files.config, tmp_path / "copy.onnx.json")
+    return files.VoiceFiles(model=model, config=tmp_path / "copy.onnx.json")
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The CLI as a user runs it: a separate process."""
+    return subprocess.run(
+        [sys.executable, "-m", "edge_tts", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        input=stdin,
+        env={**os.environ, **(env or {})},
+        cwd=REPO,
+    )
+
+
+@pytest.fixture()
+def sound_card() -> Iterator[VirtualSoundCard]:
+    # A short path: the unix socket path must fit in 108 bytes.
+    card = VirtualSoundCard(Path(tempfile.mkdtemp(prefix="vcard-")))
+    card.start()
+    try:
+        yield card
+    finally:
+        card.stop()
+        shutil.rmtree(card.root, ignore_errors=True)

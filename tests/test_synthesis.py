@@ -1,0 +1,62 @@
+"""Text → audio through the real voice."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edge_tts.synthesis import SpeechOptions, Synthesizer
+from edge_tts.text import EmptyTextError
+from edge_tts.voice.model import Voice, to_pcm16
+
+
+def test_pcm16_scales_down_instead_of_clipping() -> None:
+    loud = np.array([0.0, 0.5, -1.6, 1.2], dtype=np.float32)
+    pcm = to_pcm16(loud, volume=1.0)
+    assert pcm.dtype == np.int16
+    assert int(np.max(np.abs(pcm.astype(np.int32)))) < 32767
+    # shape preserved: no flat-topped peaks, ratios kept
+    assert pcm[2] / pcm[3] == pytest.approx(-1.6 / 1.2, rel=1e-3)
+
+
+def test_pcm16_volume_applies_when_there_is_headroom() -> None:
+    quiet = np.array([0.25, -0.25], dtype=np.float32)
+    assert list(to_pcm16(quiet, volume=2.0)) == [16384, -16384]
+
+
+@pytest.mark.slow
+def test_speaks_non_silent_audio_of_plausible_length(fp32_voice: Voice) -> None:
+    text = "The front door has been unlocked. Please remember to close the garage."
+    chunks = list(Synthesizer(fp32_voice).chunks(text))
+    audio = np.concatenate([c.pcm for c in chunks]).astype(np.float32) / 32768
+    seconds = len(audio) / fp32_voice.sample_rate
+    words = len(text.split())
+    assert words / 5 < seconds < words / 1.2  # between 72 and 300 words per minute
+    rms = float(np.sqrt(np.mean(audio**2)))
+    assert rms > 0.02
+    assert len(chunks) >= 2  # one chunk per sentence at least
+
+
+@pytest.mark.slow
+def test_speed_changes_duration(fp32_voice: Voice) -> None:
+    synth = Synthesizer(fp32_voice)
+    deterministic = {"noise_scale": 0.0, "noise_w": 0.0}
+    normal = sum(c.seconds for c in synth.chunks("Turn left now.", SpeechOptions(**deterministic)))
+    slow = sum(
+        c.seconds
+        for c in synth.chunks("Turn left now.", SpeechOptions(length_scale=1.5, **deterministic))
+    )
+    assert slow == pytest.approx(normal * 1.5, rel=0.15)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text", ["", "   ", "...", "?!"])
+def test_nothing_speakable_is_an_error(fp32_voice: Voice, text: str) -> None:
+    with pytest.raises(EmptyTextError):
+        list(Synthesizer(fp32_voice).chunks(text))
+
+
+@pytest.mark.slow
+def test_unknown_speaker_fails_before_audio(fp32_voice: Voice) -> None:
+    with pytest.raises(ValueError, match="one speaker"):
+        next(Synthesizer(fp32_voice).chunks("Hello.", SpeechOptions(speaker="alice")))

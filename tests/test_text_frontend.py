@@ -1,0 +1,265 @@
+"""prepare(): normalize, split into sentences and chunks, keep the first chunk short."""
+
+import random
+import unicodedata
+
+import pytest
+
+from edge_tts.text import EmptyTextError, prepare
+from edge_tts.text.languages import expander_for, primary_language
+
+
+@pytest.mark.parametrize(
+    ("text", "chunks"),
+    [
+        ("The front door has been unlocked.", ["The front door has been unlocked."]),
+        (
+            "Your battery is at 15 percent. Please charge the vehicle soon.",
+            ["Your battery is at fifteen percent.", "Please charge the vehicle soon."],
+        ),
+        (
+            "Warning! Tire pressure low on the front left tire: 28 PSI.",
+            ["Warning!", "Tire pressure low on the front left tire: twenty-eight P S I."],
+        ),
+        # Abbreviations and decimals do not end sentences.
+        (
+            "Dr. Smith called at 9:30 AM. Turn onto Main St. in 2.5 km.",
+            [
+                "Doctor Smith called at nine thirty AM.",
+                "Turn onto Main Street in two point five kilometers.",
+            ],
+        ),
+        # The first chunk is cut at its clause boundary when longer than first_chunk_chars.
+        (
+            "Reminder: the dentist appointment is tomorrow at 9:30 AM.",
+            ["Reminder:", "the dentist appointment is tomorrow at nine thirty AM."],
+        ),
+        (
+            "Estimated arrival time is 6:45 PM, 23 minutes from now, traffic is light.",
+            [
+                "Estimated arrival time is six forty-five PM,",
+                "twenty-three minutes from now, traffic is light.",
+            ],
+        ),
+        # ... and falls back to a conjunction, then a word boundary.
+        (
+            "Today will be cloudy with a high of 18 degrees and a 40% chance of rain.",
+            [
+                "Today will be cloudy with a high of eighteen degrees",
+                "and a forty percent chance of rain.",
+            ],
+        ),
+        # Only the first chunk of the whole text is shortened.
+        (
+            "Hi. Today will be cloudy with a high of 18 degrees and a 40% chance of rain.",
+            [
+                "Hi.",
+                "Today will be cloudy with a high of eighteen degrees and a forty percent chance "
+                "of rain.",
+            ],
+        ),
+        # Punctuation-only leftovers never become chunks.
+        ("Hello... ?! ...", ["Hello?"]),
+    ],
+)
+def test_prepare(text: str, chunks: list[str]) -> None:
+    assert prepare(text) == chunks
+
+
+def test_prepare_respects_custom_limits() -> None:
+    text = (
+        "The washing machine has finished its cycle, the dryer is running, and the dishwasher "
+        "will start at 10:00 PM."
+    )
+    assert prepare(text, max_chunk_chars=40, first_chunk_chars=25) == [
+        "The washing machine has",
+        "finished its cycle,",
+        "the dryer is running,",
+        "and the dishwasher will start at ten PM.",
+    ]
+
+
+def test_prepare_other_language_is_not_expanded() -> None:
+    assert prepare("Um 9:30 Uhr. Dr. Müller kommt.", language="de_DE") == [
+        "Um 9:30 Uhr.",
+        "Dr. Müller kommt.",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "   ", "...", "?!", "\x00\x07", "，。", "\u200b\ufeff", "\n\t\r", "— – --", "🔔❤️", "$ %"],
+)
+def test_nothing_speakable_raises(text: str) -> None:
+    with pytest.raises(EmptyTextError, match="nothing speakable"):
+        prepare(text)
+
+
+def test_empty_text_error_is_a_value_error() -> None:
+    assert issubclass(EmptyTextError, ValueError)
+
+
+@pytest.mark.parametrize(("max_chunk_chars", "first_chunk_chars"), [(0, 60), (200, 0), (-1, -1)])
+def test_bad_limits_raise_value_error(max_chunk_chars: int, first_chunk_chars: int) -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        prepare("Hello.", max_chunk_chars=max_chunk_chars, first_chunk_chars=first_chunk_chars)
+
+
+@pytest.mark.parametrize(
+    ("language", "primary", "english"),
+    [
+        ("en", "en", True),
+        ("en_US", "en", True),
+        ("en-us", "en", True),
+        ("EN-GB", "en", True),
+        ("de_DE", "de", False),
+        ("fr", "fr", False),
+        ("", "", False),
+    ],
+)
+def test_language_registry(language: str, primary: str, english: bool) -> None:
+    assert primary_language(language) == primary
+    assert (expander_for(language) is not None) is english
+
+
+# --- property-style checks over messy input ---------------------------------------------
+
+_FRAGMENTS = [
+    "Dr.",
+    "St.",
+    "Main St.",
+    "e.g.",
+    "9:30 PM",
+    "23:15",
+    "$5.99",
+    "€3",
+    "40%",
+    "2026-11-29",
+    "Nov 29th",
+    "1,234,567",
+    "-5",
+    "3.14",
+    "21 °C",
+    "1st",
+    "km/h",
+    "28 PSI",
+    "R&D",
+    "#5",
+    "...",
+    "?!",
+    "—",
+    "–",
+    "\u2026",
+    "\u00a0",
+    "\u3000",
+    "\u200b",
+    "\ufeff",
+    "\x00",
+    "\x07",
+    "\n",
+    "\t",
+    "，",
+    "。",
+    "「",
+    "」",
+    "\u201c",
+    "\u201d",
+    "🔔",
+    "❤️",
+    "\u0301",
+    "\ud800",
+    "\ue000",
+    "\u202e",
+    "中文",
+    "Ελληνικά",
+    "العربية",
+    "ß",
+    "İ",
+    "ﬁ",
+    "Ⅻ",
+    "½",
+    "²",
+    "٣",
+    "𝟘",
+    " ",
+    " ",
+    " ",
+    "a",
+    "Hello",
+    "world",
+    ",",
+    ";",
+    ":",
+    "(",
+    ")",
+    '"',
+    "'",
+    "/",
+    "-",
+    "+",
+    "@",
+    "&",
+    "A",
+    "x",
+    "0",
+]
+
+
+def _messy(rng: random.Random, length: int) -> str:
+    return "".join(rng.choice(_FRAGMENTS) for _ in range(length))
+
+
+def _messy_texts() -> list[str]:
+    rng = random.Random(20241129)
+    texts = [_messy(rng, rng.randint(1, 40)) for _ in range(400)]
+    texts.append(_messy(rng, 6000)[:20_000])
+    texts.append(("Motion detected at 11:42 PM, check the camera. " * 500)[:20_000])
+    texts.append("".join(chr(rng.randint(0, 0x2FFFF)) for _ in range(20_000)))
+    return texts
+
+
+_INVISIBLE = {"Cc", "Cf", "Cs", "Co", "Cn"}
+
+
+def _check_chunks(chunks: list[str], max_chunk_chars: int, first_chunk_chars: int) -> None:
+    assert chunks
+    for chunk in chunks:
+        assert chunk.strip() == chunk and chunk
+        assert any(ch.isalnum() for ch in chunk)
+        assert not {unicodedata.category(ch) for ch in chunk} & _INVISIBLE
+        assert len(chunk) <= max_chunk_chars or " " not in chunk
+    assert len(chunks[0]) <= first_chunk_chars or " " not in chunks[0]
+
+
+@pytest.mark.parametrize("text", _messy_texts())
+def test_messy_input_gives_clean_chunks_or_empty_text_error(text: str) -> None:
+    try:
+        chunks = prepare(text, max_chunk_chars=80, first_chunk_chars=30)
+    except EmptyTextError:
+        return
+    _check_chunks(chunks, 80, 30)
+
+
+# Shapes that make a careless regex quadratic: long runs of one character class, repeated
+# separators, unfinished abbreviations. Each is 100 KB and must finish without stalling.
+PATHOLOGICAL = {
+    "digits": "1" * 100_000,
+    "comma groups": "1" + ",000" * 25_000,
+    "decimal chain": "1." * 50_000,
+    "colons": "1:" * 50_000,
+    "apostrophes": "a'" * 50_000,
+    "one long word": "x" * 100_000,
+    "capitalised words before St": "Main " * 20_000 + "St.",
+    "terminators": "!?" * 50_000,
+    "dots": "." * 100_000,
+    "mixed": "Dr. St. 5 km 9:30 AM $5.99 e.g. R&D 2026-11-29 " * 2_100,
+}
+
+
+@pytest.mark.parametrize("text", PATHOLOGICAL.values(), ids=PATHOLOGICAL.keys())
+def test_large_pathological_input(text: str) -> None:
+    try:
+        chunks = prepare(text)
+    except EmptyTextError:
+        return
+    _check_chunks(chunks, 200, 60)
