@@ -1,4 +1,4 @@
-"""Command line: `edge-ttsd say | verify-model | quantize`."""
+"""Command line: `edge-ttsd run | check-config | say | verify-model | quantize`."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ EXIT_REFUSED = 78  # EX_CONFIG: bad config, tampered or unknown model
 
 _LOGGER = logging.getLogger("edge_tts")
 
+DEFAULT_CONFIG = Path("/etc/edge-tts/edge-tts.yaml")
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
@@ -34,10 +36,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="edge-ttsd", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_run(sub)
+    _add_check_config(sub)
     _add_say(sub)
     _add_verify(sub)
     _add_quantize(sub)
     return parser
+
+
+def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("run", help="run the daemon: MQTT text in, speech out")
+    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="YAML settings file")
+    p.set_defaults(func=_cmd_run)
+
+
+def _add_check_config(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("check-config", help="validate a settings file; non-zero exit if bad")
+    p.add_argument("config", type=Path)
+    p.set_defaults(func=_cmd_check_config)
 
 
 def _add_say(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -73,6 +89,38 @@ def _add_quantize(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--scheme", help="quantization scheme (default: the project default)")
     p.add_argument("--no-report", action="store_true", help="skip the quality report")
     p.set_defaults(func=_cmd_quantize)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .app import Daemon, StartupRefused
+    from .config import ConfigError, load_settings
+    from .voice.integrity import ModelIntegrityError
+
+    try:
+        settings = load_settings(args.config)
+    except ConfigError as err:
+        return _fail(EXIT_REFUSED, f"{args.config}: {err}")
+    setup_logging("DEBUG" if args.verbose else settings.log_level)
+    try:
+        return Daemon(settings).run()
+    except (StartupRefused, ModelIntegrityError) as err:
+        _LOGGER.critical("Refusing to start: %s", err)
+        return _fail(EXIT_REFUSED, str(err))
+
+
+def _cmd_check_config(args: argparse.Namespace) -> int:
+    from .config import ConfigError, load_settings
+
+    try:
+        settings = load_settings(args.config)
+    except ConfigError as err:
+        return _fail(EXIT_REFUSED, f"{args.config}: {err}")
+    voices = ", ".join(settings.voices)
+    print(
+        f"{args.config}: OK (device {settings.device_id}, broker "
+        f"{settings.broker.host}:{settings.broker.port}, voices {voices})"
+    )
+    return 0
 
 
 def _cmd_say(args: argparse.Namespace) -> int:

@@ -1,0 +1,63 @@
+"""Which requests were already played, remembered across restarts.
+
+A request is acknowledged only after it was played; if the daemon dies between playing
+and acknowledging, the broker redelivers it, and this store keeps it from playing twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+_LOGGER = logging.getLogger(__name__)
+
+
+class PlayedStore:
+    def __init__(self, path: Path | None, capacity: int = 1000):
+        self._path = path
+        self._capacity = capacity
+        self._lock = threading.Lock()
+        self._keys: OrderedDict[str, None] = OrderedDict()
+        self._load()
+
+    def __contains__(self, key: str) -> bool:
+        with self._lock:
+            return key in self._keys
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._keys)
+
+    def add(self, key: str) -> None:
+        with self._lock:
+            self._keys[key] = None
+            self._keys.move_to_end(key)
+            while len(self._keys) > self._capacity:
+                self._keys.popitem(last=False)
+            snapshot = list(self._keys)
+        self._save(snapshot)
+
+    def _load(self) -> None:
+        if self._path is None or not self._path.exists():
+            return
+        try:
+            keys = json.loads(self._path.read_text("utf-8"))
+            self._keys = OrderedDict((str(k), None) for k in keys[-self._capacity :])
+        except (OSError, ValueError, TypeError) as err:
+            _LOGGER.warning(
+                "Ignoring unreadable %s (%s): starting with no history", self._path, err
+            )
+
+    def _save(self, keys: list[str]) -> None:
+        if self._path is None:
+            return
+        tmp = self._path.with_name(self._path.name + ".tmp")
+        try:
+            tmp.write_text(json.dumps(keys), "utf-8")
+            os.replace(tmp, self._path)  # atomic: a crash leaves the old or the new list
+        except OSError as err:
+            _LOGGER.error("Cannot save played-request history to %s: %s", self._path, err)

@@ -1,0 +1,308 @@
+"""Requests and events as data: topic names, payload parsing and rendering. No I/O here."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+
+class Priority(IntEnum):
+    LOW = 0
+    NORMAL = 1
+    HIGH = 2
+    CRITICAL = 3
+
+
+class BadRequest(ValueError):
+    """A payload we cannot accept; the message is the reason published in `rejected`."""
+
+
+MAX_JSON_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class Topics:
+    prefix: str
+    device: str
+    hermes_enabled: bool = True
+
+    @property
+    def say(self) -> str:
+        return f"{self.prefix}/{self.device}/say"
+
+    @property
+    def broadcast(self) -> str:
+        return f"{self.prefix}/all/say"
+
+    @property
+    def events(self) -> str:
+        return f"{self.prefix}/{self.device}/events"
+
+    @property
+    def availability(self) -> str:
+        return f"{self.prefix}/{self.device}/availability"
+
+    @property
+    def telemetry(self) -> str:
+        return f"{self.prefix}/{self.device}/telemetry"
+
+    hermes_say = "hermes/tts/say"
+    hermes_finished = "hermes/tts/sayFinished"
+    hermes_error = "hermes/error/tts"
+
+    def subscriptions(self) -> list[str]:
+        topics = [self.say, self.broadcast]
+        return [*topics, self.hermes_say] if self.hermes_enabled else topics
+
+
+@dataclass(frozen=True)
+class Hermes:
+    """Where a Rhasspy/Hermes request came from, to answer it in kind."""
+
+    site_id: str
+    session_id: str | None
+
+
+@dataclass(frozen=True)
+class SayRequest:
+    id: str
+    text: str
+    key: str  # dedupe key: the sender's id, else a digest of topic + payload
+    dedupe: bool = False  # True when `key` identifies this request (sender id or redelivery)
+    priority: Priority = Priority.NORMAL
+    voice: str | None = None
+    speaker: str | None = None
+    speed: float | None = None
+    volume: float | None = None
+    expires_at: float | None = None  # time.time() seconds
+    interrupt: bool = False
+    received_at: float = field(default_factory=time.monotonic)
+    response_topic: str | None = None
+    correlation_data: bytes | None = None
+    hermes: Hermes | None = None
+
+    def expired(self, now: float | None = None) -> bool:
+        return self.expires_at is not None and (now or time.time()) >= self.expires_at
+
+    @property
+    def takes_over(self) -> bool:
+        return self.interrupt or self.priority == Priority.CRITICAL
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """What MQTT told us about a message, besides its payload."""
+
+    topic: str
+    payload: bytes
+    received_at: float
+    expiry_interval: int | None = None
+    response_topic: str | None = None
+    correlation_data: bytes | None = None
+    redelivered: bool = False  # the broker's DUP flag: we may have seen it before a crash
+
+
+def parse_say(env: Envelope, max_text_chars: int, default_ttl: float | None = None) -> SayRequest:
+    """Plain UTF-8 text, or JSON {text, id, priority, voice, speaker, speed, volume, ttl |
+    expires_at, interrupt}. Raises BadRequest with a reason a user can act on."""
+    text = _decode(env.payload)
+    return _request(env, _say_fields(text), max_text_chars, default_ttl)
+
+
+def _say_fields(text: str) -> dict[str, Any]:
+    start = text.lstrip()[:1]
+    if start in ("{", "["):  # JSON it is, and only an object carries a request
+        return _json_object(text)
+    if start == '"':  # a JSON string, as some home-automation tools send text
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return {"text": text}
+        return {"text": value} if isinstance(value, str) else {"text": text}
+    return {"text": text}
+
+
+def parse_hermes(env: Envelope, max_text_chars: int) -> SayRequest:
+    fields = _json_object(_decode(env.payload))
+    site = fields.get("siteId", "default")
+    session = fields.get("sessionId")
+    if not isinstance(site, str) or not (session is None or isinstance(session, str)):
+        raise BadRequest("siteId and sessionId must be strings")
+    hermes_fields: dict[str, Any] = {k: fields[k] for k in ("text", "id", "volume") if k in fields}
+    request = _request(env, hermes_fields, max_text_chars, None)
+    return _replace(request, hermes=Hermes(site_id=site, session_id=session))
+
+
+def hermes_site(payload: bytes) -> str | None:
+    """The siteId a Hermes message is addressed to, or None when unreadable."""
+    try:
+        value = json.loads(payload).get("siteId", "default")
+    except (ValueError, AttributeError, RecursionError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _replace(request: SayRequest, **changes: Any) -> SayRequest:
+    from dataclasses import replace
+
+    return replace(request, **changes)
+
+
+def _decode(payload: bytes) -> str:
+    try:
+        return payload.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise BadRequest(f"payload is not valid UTF-8 (byte {err.start})") from err
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except RecursionError as err:
+        raise BadRequest("JSON is nested too deeply") from err
+    except ValueError as err:
+        raise BadRequest(f"malformed JSON: {err}") from err
+    if not isinstance(data, dict):
+        raise BadRequest("JSON payload must be an object with a 'text' field")
+    if _depth(data) > MAX_JSON_DEPTH:
+        raise BadRequest("JSON is nested too deeply")
+    return data
+
+
+def _depth(value: object, level: int = 1) -> int:
+    if level > MAX_JSON_DEPTH:
+        return level
+    children: list[object] = []
+    if isinstance(value, dict):
+        children = list(value.values())
+    elif isinstance(value, list):
+        children = value
+    return max((_depth(c, level + 1) for c in children), default=level)
+
+
+_KNOWN = {
+    "text",
+    "id",
+    "priority",
+    "voice",
+    "speaker",
+    "speed",
+    "volume",
+    "ttl",
+    "expires_at",
+    "interrupt",
+}
+
+
+def _request(
+    env: Envelope, f: dict[str, Any], max_text_chars: int, default_ttl: float | None
+) -> SayRequest:
+    unknown = sorted(set(f) - _KNOWN)
+    if unknown:
+        raise BadRequest(f"unknown field(s) {', '.join(unknown)}")
+    text = f.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise BadRequest("'text' must be a non-empty string")
+    if len(text) > max_text_chars:
+        raise BadRequest(f"text is {len(text)} characters; the limit is {max_text_chars}")
+    sender_id = _opt(f, "id", str)
+    key = sender_id or hashlib.sha256(env.topic.encode() + b"\0" + env.payload).hexdigest()[:32]
+    return SayRequest(
+        id=sender_id or key[:16],
+        text=text,
+        key=key,
+        # Without a sender id the same text twice is two requests, unless the broker marks
+        # this copy as a redelivery of one we may already have played.
+        dedupe=sender_id is not None or env.redelivered,
+        priority=_priority(f.get("priority", "normal")),
+        voice=_opt(f, "voice", str),
+        speaker=_speaker(f.get("speaker")),
+        speed=_number(f, "speed", 0.1, 10.0),
+        volume=_number(f, "volume", 0.0, 2.0),
+        expires_at=_expiry(f, env, default_ttl),
+        interrupt=bool(_opt(f, "interrupt", bool) or False),
+        received_at=env.received_at,
+        response_topic=env.response_topic,
+        correlation_data=env.correlation_data,
+    )
+
+
+def _opt(f: dict[str, Any], name: str, kind: type) -> Any:
+    value = f.get(name)
+    if value is not None and (
+        not isinstance(value, kind) or isinstance(value, bool) != (kind is bool)
+    ):
+        raise BadRequest(f"'{name}' must be a {kind.__name__}")
+    if isinstance(value, str) and len(value) > 200:
+        raise BadRequest(f"'{name}' is too long")
+    return value
+
+
+def _speaker(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise BadRequest("'speaker' must be a name or a number")
+    return str(value)
+
+
+def _priority(value: object) -> Priority:
+    if not isinstance(value, str) or value.upper() not in Priority.__members__:
+        raise BadRequest("'priority' must be one of low, normal, high, critical")
+    return Priority[value.upper()]
+
+
+def _number(f: dict[str, Any], name: str, low: float, high: float) -> float | None:
+    value = f.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadRequest(f"'{name}' must be a number")
+    if not low <= value <= high:
+        raise BadRequest(f"'{name}' must be within {low}-{high}")
+    return float(value)
+
+
+def _expiry(f: dict[str, Any], env: Envelope, default_ttl: float | None) -> float | None:
+    ttl = _number(f, "ttl", 0.0, 7 * 86400)
+    expires_at = _number(f, "expires_at", 0.0, 1e11)
+    if ttl is not None and expires_at is not None:
+        raise BadRequest("give 'ttl' or 'expires_at', not both")
+    # Time already spent queued at the broker counts against the MQTT 5 expiry it reports.
+    candidates = [
+        expires_at,
+        time.time() + ttl if ttl is not None else None,
+        time.time() + env.expiry_interval if env.expiry_interval is not None else None,
+        time.time() + default_ttl if default_ttl and ttl is None and expires_at is None else None,
+    ]
+    present = [c for c in candidates if c is not None]
+    return min(present) if present else None
+
+
+# --- events -------------------------------------------------------------------------
+
+
+def event(kind: str, request: SayRequest | None, **fields: object) -> bytes:
+    body: dict[str, object] = {"event": kind, "ts": round(time.time(), 3)}
+    if request is not None:
+        body["id"] = request.id
+        body["priority"] = request.priority.name.lower()
+    body.update({k: v for k, v in fields.items() if v is not None})
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def hermes_finished(request: SayRequest) -> bytes:
+    assert request.hermes is not None
+    return json.dumps(
+        {"id": request.id, "siteId": request.hermes.site_id, "sessionId": request.hermes.session_id}
+    ).encode()
+
+
+def hermes_error(site_id: str, session_id: str | None, error: str, context: str) -> bytes:
+    return json.dumps(
+        {"error": error, "context": context, "siteId": site_id, "sessionId": session_id}
+    ).encode()

@@ -1,0 +1,254 @@
+"""The paho-mqtt client: connect, last will, subscribe, manual ack, publish.
+
+Callbacks only turn a message into an `Inbound` and hand it on; nothing heavy runs on
+paho's network thread, and no exception may escape into it (paho would re-raise it and
+the network thread would die).
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+from paho.mqtt.reasoncodes import ReasonCode
+
+from .config import BrokerSettings
+from .messages import Envelope
+
+_LOGGER = logging.getLogger(__name__)
+
+RECONNECT_MIN_S, RECONNECT_MAX_S = 1, 30
+# Enough in-flight QoS 1 messages that a critical request is not stuck at the broker
+# behind a full queue of unacknowledged ones.
+RECEIVE_MAXIMUM = 1000
+
+
+@dataclass(frozen=True)
+class Inbound:
+    envelope: Envelope
+    mid: int
+    qos: int
+    generation: int  # which connection delivered it: a mid is only valid on that one
+
+
+class MqttLink:
+    def __init__(
+        self,
+        broker: BrokerSettings,
+        client_id: str,
+        subscriptions: list[str],
+        availability_topic: str,
+        on_message: Callable[[Inbound], None],
+    ):
+        self._broker = broker
+        self._client_id = client_id
+        self._subscriptions = subscriptions
+        self._availability = availability_topic
+        self._on_message = on_message
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._connected = threading.Event()
+        self._pending_subscribe: int | None = None
+        self._protocol = (
+            MQTTProtocolVersion.MQTTv311
+            if broker.protocol == "3.1.1"
+            else MQTTProtocolVersion.MQTTv5
+        )
+        self.connects = 0
+        self.on_connected: Callable[[], None] | None = None
+        self._client = self._make_client()
+
+    # --- lifecycle -----------------------------------------------------------------
+
+    def start(self) -> None:
+        self._client.connect_async(
+            self._broker.host,
+            self._broker.port,
+            keepalive=self._broker.keepalive,
+            clean_start=False,
+            properties=self._connect_properties(),
+        )
+        self._client.loop_start()
+
+    def stop(self) -> None:
+        """Say `offline` ourselves (a clean disconnect does not fire the will), then leave."""
+        if self._connected.is_set():
+            info = self._client.publish(self._availability, "offline", qos=1, retain=True)
+            info.wait_for_publish(timeout=2)
+        self._client.disconnect()
+        self._client.loop_stop()
+        self._connected.clear()
+
+    @property
+    def connected(self) -> bool:
+        return self._connected.is_set()
+
+    def wait_connected(self, timeout: float) -> bool:
+        return self._connected.wait(timeout)
+
+    @property
+    def protocol(self) -> str:
+        return "5" if self._protocol == MQTTProtocolVersion.MQTTv5 else "3.1.1"
+
+    # --- messages ------------------------------------------------------------------
+
+    def ack(self, inbound: Inbound) -> bool:
+        """Acknowledge on the connection that delivered it; on a later one the mid means
+        another message, and the broker will redeliver this one anyway."""
+        with self._lock:
+            if inbound.generation != self._generation or not self._connected.is_set():
+                return False
+            return self._client.ack(inbound.mid, inbound.qos) == mqtt.MQTT_ERR_SUCCESS
+
+    def publish(
+        self,
+        topic: str,
+        payload: bytes | str,
+        qos: int = 1,
+        retain: bool = False,
+        correlation_data: bytes | None = None,
+    ) -> None:
+        properties = None
+        if correlation_data is not None and self._protocol == MQTTProtocolVersion.MQTTv5:
+            properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
+            properties.CorrelationData = correlation_data
+        # paho queues it while disconnected and sends it after the reconnect.
+        self._client.publish(topic, payload, qos=qos, retain=retain, properties=properties)
+
+    # --- paho plumbing -------------------------------------------------------------
+
+    def _make_client(self) -> mqtt.Client:
+        v5 = self._protocol == MQTTProtocolVersion.MQTTv5
+        client = mqtt.Client(
+            CallbackAPIVersion.VERSION2,
+            client_id=self._client_id,
+            protocol=self._protocol,
+            clean_session=None if v5 else False,
+            manual_ack=True,
+        )
+        client.enable_logger(logging.getLogger("paho"))
+        client.reconnect_delay_set(RECONNECT_MIN_S, RECONNECT_MAX_S)
+        client.will_set(self._availability, "offline", qos=1, retain=True)
+        client.max_inflight_messages_set(100)
+        client.max_queued_messages_set(1000)  # bounded: events while offline
+        self._configure_auth(client)
+        client.on_connect = self._guard(self._handle_connect)
+        client.on_disconnect = self._guard(self._handle_disconnect)
+        client.on_message = self._guard(self._handle_message)
+        client.on_subscribe = self._guard(self._handle_subscribe)
+        return client
+
+    def _configure_auth(self, client: mqtt.Client) -> None:
+        if self._broker.username:
+            client.username_pw_set(self._broker.username, self._broker.password())
+        tls = self._broker.tls
+        if tls is not None:
+            client.tls_set(
+                ca_certs=str(tls.ca_file) if tls.ca_file else None,
+                certfile=str(tls.cert_file) if tls.cert_file else None,
+                keyfile=str(tls.key_file) if tls.key_file else None,
+                cert_reqs=ssl.CERT_NONE if tls.insecure else ssl.CERT_REQUIRED,
+            )
+            client.tls_insecure_set(tls.insecure)
+
+    def _connect_properties(self) -> Properties | None:
+        if self._protocol != MQTTProtocolVersion.MQTTv5:
+            return None
+        props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
+        props.SessionExpiryInterval = self._broker.session_expiry
+        props.ReceiveMaximum = RECEIVE_MAXIMUM
+        return props
+
+    def _guard(self, handler: Callable[..., None]) -> Callable[..., None]:
+        def guarded(*args: Any) -> None:
+            try:
+                handler(*args)
+            except Exception:  # an exception here would kill paho's network thread
+                _LOGGER.exception("MQTT callback %s failed", handler.__name__)
+
+        return guarded
+
+    def _handle_connect(
+        self,
+        client: mqtt.Client,
+        _userdata: object,
+        flags: mqtt.ConnectFlags,
+        reason: ReasonCode,
+        _props: Properties | None,
+    ) -> None:
+        if reason.is_failure:
+            # Refused (bad credentials, not authorized...): not connected; paho retries.
+            _LOGGER.error("Broker refused the connection: %s", reason)
+            return
+        with self._lock:
+            self._generation += 1
+            self.connects += 1
+        _LOGGER.info(
+            "Connected to %s:%d (MQTT %s, session present: %s)",
+            self._broker.host,
+            self._broker.port,
+            self.protocol,
+            flags.session_present,
+        )
+        client.publish(self._availability, "online", qos=1, retain=True)
+        # Connected means "serving": only once the broker has granted every subscription.
+        result, mid = client.subscribe([(topic, 1) for topic in self._subscriptions])
+        with self._lock:
+            self._pending_subscribe = mid if result == mqtt.MQTT_ERR_SUCCESS else None
+
+    def _handle_subscribe(
+        self,
+        _client: mqtt.Client,
+        _userdata: object,
+        mid: int,
+        reasons: list[ReasonCode],
+        _props: Properties | None,
+    ) -> None:
+        with self._lock:
+            if mid != self._pending_subscribe:
+                return
+            self._pending_subscribe = None
+        refused = [str(r) for r in reasons if r.is_failure]
+        if refused:
+            _LOGGER.error("Broker refused subscriptions %s: %s", self._subscriptions, refused)
+            return
+        self._connected.set()
+        if self.on_connected is not None:
+            self.on_connected()
+
+    def _handle_disconnect(
+        self,
+        _client: mqtt.Client,
+        _userdata: object,
+        _flags: mqtt.DisconnectFlags,
+        reason: ReasonCode,
+        _props: Properties | None,
+    ) -> None:
+        self._connected.clear()
+        _LOGGER.warning("Disconnected from the broker (%s); reconnecting with back-off", reason)
+
+    def _handle_message(
+        self, _client: mqtt.Client, _userdata: object, msg: mqtt.MQTTMessage
+    ) -> None:
+        props = getattr(msg, "properties", None)
+        envelope = Envelope(
+            topic=msg.topic,
+            payload=bytes(msg.payload),
+            received_at=time.monotonic(),
+            expiry_interval=getattr(props, "MessageExpiryInterval", None),
+            response_topic=getattr(props, "ResponseTopic", None),
+            correlation_data=getattr(props, "CorrelationData", None),
+            redelivered=bool(msg.dup),
+        )
+        with self._lock:
+            generation = self._generation
+        self._on_message(Inbound(envelope, msg.mid, msg.qos, generation))

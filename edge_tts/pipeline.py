@@ -1,0 +1,404 @@
+"""Requests → synthesis workers (at most N at once) → one speaker, in priority order.
+
+Threads: `synth-1..N` synthesize chunks (the playing request's next chunks first, then
+the first chunk of the request that will play next); `playback` writes them to the audio
+output in order. The MQTT thread only calls `submit()`, which never blocks.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from .dedupe import PlayedStore
+from .messages import SayRequest
+from .player import AudioOutput, AudioUnavailableError, Utterance
+from .synthesis import SpeechOptions
+from .telemetry import Telemetry
+from .text import EmptyTextError, prepare
+from .voice.model import Voice, to_pcm16
+from .voice.phonemize import text_to_ids
+
+_LOGGER = logging.getLogger(__name__)
+
+LOOKAHEAD_CHUNKS = 2  # synthesized but unplayed chunks of the playing request
+NEXT_JOB_CHUNKS = 1  # chunks prepared for the request that plays next
+
+
+class Reporter(Protocol):
+    """Where a request's fate goes: events, acknowledgements, Hermes replies."""
+
+    def queued(self, job: Job, position: int) -> None: ...
+    def started(self, job: Job) -> None: ...
+    def finished(self, job: Job) -> None: ...
+    def rejected(self, job: Job, reason: str) -> None: ...
+    def expired(self, job: Job) -> None: ...
+    def interrupted(self, job: Job, by: str) -> None: ...
+    def duplicate(self, job: Job) -> None: ...
+
+
+@dataclass
+class Chunk:
+    text: str
+    ready: threading.Event = field(default_factory=threading.Event)
+    pcm: np.ndarray | None = None
+    error: str | None = None
+    taken: bool = False  # a worker has it
+    synth_seconds: float = 0.0
+
+
+@dataclass(eq=False)
+class Job:
+    request: SayRequest
+    deliveries: list[object]  # MQTT deliveries to acknowledge once its fate is known
+    voice: Voice
+    options: SpeechOptions
+    seq: int = 0
+    chunks: list[Chunk] | None = None
+    plan_error: str | None = None
+    planning: bool = False  # a worker is planning it
+    planned: threading.Event = field(default_factory=threading.Event)
+    played_chunks: int = 0
+    started_at: float | None = None
+    utterance: Utterance | None = None
+    interrupted_by: str | None = None
+    audio_seconds: float = 0.0
+
+    @property
+    def synth_seconds(self) -> float:
+        return sum(c.synth_seconds for c in self.chunks or [])
+
+    def sort_key(self) -> tuple[int, int]:
+        return (-int(self.request.priority), self.seq)
+
+    def __lt__(self, other: Job) -> bool:
+        return self.sort_key() < other.sort_key()
+
+
+class Pipeline:
+    def __init__(
+        self,
+        output: AudioOutput,
+        output_rate: int,
+        reporter: Reporter,
+        telemetry: Telemetry,
+        played: PlayedStore,
+        queue_size: int = 32,
+        max_concurrent: int = 2,
+        max_chunk_chars: int = 200,
+        first_chunk_chars: int = 60,
+        fade_ms: int = 15,
+    ):
+        self.output = output
+        self.output_rate = output_rate
+        self.reporter = reporter
+        self.telemetry = telemetry
+        self.played = played
+        self.queue_size = queue_size
+        self.max_chunk_chars = max_chunk_chars
+        self.first_chunk_chars = first_chunk_chars
+        self.fade_ms = fade_ms
+        self._cond = threading.Condition()
+        self._queue: list[Job] = []
+        self._playing: Job | None = None
+        self._seq = itertools.count()
+        self._in_flight = 0
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._synth_loop, name=f"synth-{i + 1}", daemon=True)
+            for i in range(max_concurrent)
+        ]
+        self._threads.append(
+            threading.Thread(target=self._playback_loop, name="playback", daemon=True)
+        )
+
+    # --- control -------------------------------------------------------------------
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Fade out what plays and leave everything unplayed unacknowledged."""
+        self._stop.set()
+        self.output.interrupt(self.fade_ms)
+        with self._cond:
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join(timeout)
+
+    def alive(self) -> bool:
+        return not self._stop.is_set() and all(t.is_alive() for t in self._threads)
+
+    @property
+    def depth(self) -> int:
+        with self._cond:
+            return len(self._queue)
+
+    @property
+    def in_flight(self) -> int:
+        with self._cond:
+            return self._in_flight
+
+    # --- intake (MQTT thread) --------------------------------------------------------
+
+    def submit(self, job: Job) -> None:
+        """Queue a request or reject it; never blocks."""
+        request = job.request
+        if self._stop.is_set():
+            return  # shutting down: unacknowledged, the broker redelivers it after restart
+        if request.dedupe and request.key in self.played:
+            self.reporter.duplicate(job)
+            return
+        with self._cond:
+            twin = self._active_twin(request)
+            if twin is not None:
+                # A redelivery of something queued or playing: ack both copies when it ends.
+                twin.deliveries.extend(job.deliveries)
+                self.telemetry.count("duplicates")
+                return
+            if len(self._queue) >= self.queue_size:
+                full = True
+            else:
+                full = False
+                job.seq = next(self._seq)
+                heapq.heappush(self._queue, job)
+                position = sorted(self._queue).index(job)
+                self._maybe_interrupt(job)
+                self._cond.notify_all()
+        if full:
+            self.reporter.rejected(job, f"queue full ({self.queue_size} requests waiting)")
+        else:
+            self.reporter.queued(job, position)
+
+    def _active_twin(self, request: SayRequest) -> Job | None:
+        if not request.dedupe:
+            return None
+        candidates = [*self._queue, *([self._playing] if self._playing else [])]
+        return next(
+            (j for j in candidates if j.request.dedupe and j.request.key == request.key), None
+        )
+
+    def _maybe_interrupt(self, job: Job) -> None:
+        playing = self._playing
+        if playing is None or not job.request.takes_over or playing.interrupted_by:
+            return
+        if job.request.priority > playing.request.priority or (
+            job.request.interrupt and job.request.priority >= playing.request.priority
+        ):
+            playing.interrupted_by = job.request.id
+            self.output.interrupt(self.fade_ms)
+
+    # --- synthesis workers -------------------------------------------------------------
+
+    def _synth_loop(self) -> None:
+        while not self._stop.is_set():
+            task = self._next_task()
+            if task is None:
+                continue
+            job, index = task
+            try:
+                if index < 0:
+                    self._plan(job)
+                else:
+                    self._synthesize(job, index)
+            finally:
+                with self._cond:
+                    self._in_flight -= 1
+                    self._cond.notify_all()
+
+    def _next_task(self) -> tuple[Job, int] | None:
+        with self._cond:
+            while not self._stop.is_set():
+                task = self._pick_task()
+                if task is not None:
+                    self._in_flight += 1
+                    return task
+                self._cond.wait(0.5)
+        return None
+
+    def _pick_task(self) -> tuple[Job, int] | None:
+        candidates: list[tuple[Job, int]] = []
+        if self._playing is not None and not self._playing.interrupted_by:
+            candidates.append((self._playing, self._playing.played_chunks + LOOKAHEAD_CHUNKS))
+        if self._queue:
+            candidates.append((self._queue[0], NEXT_JOB_CHUNKS))
+        for job, limit in candidates:
+            if job.chunks is None:
+                if not job.planning:
+                    job.planning = True
+                    return job, -1
+                continue
+            for index, chunk in enumerate(job.chunks[:limit]):
+                if not chunk.taken:
+                    chunk.taken = True
+                    return job, index
+        return None
+
+    def _plan(self, job: Job) -> None:
+        try:
+            texts = prepare(
+                job.request.text,
+                language=job.voice.config.espeak_voice,
+                max_chunk_chars=self.max_chunk_chars,
+                first_chunk_chars=self.first_chunk_chars,
+            )
+            job.voice.speaker_id(job.options.speaker)
+            job.chunks = [Chunk(t) for t in texts]
+        except (EmptyTextError, ValueError) as err:
+            job.plan_error = str(err)
+        finally:
+            job.planned.set()
+
+    def _synthesize(self, job: Job, index: int) -> None:
+        assert job.chunks is not None
+        chunk = job.chunks[index]
+        started = time.monotonic()
+        try:
+            pieces = [
+                job.voice.synthesize(ids, job.options.params())
+                for ids in text_to_ids(chunk.text, job.voice.config)
+            ]
+            audio = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
+            audio = resample(audio, job.voice.sample_rate, self.output_rate)
+            chunk.pcm = to_pcm16(audio, job.options.volume)
+        except Exception as err:  # a broken voice must not kill the worker
+            _LOGGER.exception("Synthesis of %s chunk %d failed", job.request.id, index)
+            chunk.error = f"synthesis failed: {err}"
+        chunk.synth_seconds = time.monotonic() - started
+        chunk.ready.set()
+
+    # --- playback ----------------------------------------------------------------------
+
+    def _playback_loop(self) -> None:
+        while not self._stop.is_set():
+            job = self._next_job()
+            if job is None:
+                continue
+            try:
+                self._play(job)
+            except Exception:
+                _LOGGER.exception("Playback of %s failed", job.request.id)
+                self.telemetry.count("errors")
+                self.reporter.rejected(job, "internal error during playback")
+            finally:
+                with self._cond:
+                    self._playing = None
+                    self._cond.notify_all()
+
+    def _next_job(self) -> Job | None:
+        with self._cond:
+            while not self._stop.is_set():
+                if self._queue:
+                    job = heapq.heappop(self._queue)
+                    self._playing = job
+                    self._cond.notify_all()
+                    return job
+                self._cond.wait(0.5)
+        return None
+
+    def _play(self, job: Job) -> None:
+        request = job.request
+        if request.expired():
+            self.reporter.expired(job)
+            return
+        job.started_at = time.monotonic()
+        self.telemetry.observe("queue_wait_ms", (job.started_at - request.received_at) * 1000)
+        if not self._wait(job.planned):
+            return
+        if job.plan_error is not None:
+            self.reporter.rejected(job, job.plan_error)
+            return
+        job.utterance = Utterance(request_id=request.id, sample_rate=self.output_rate)
+        try:
+            self.output.begin(job.utterance)
+        except AudioUnavailableError as err:
+            self.reporter.rejected(job, f"audio output unavailable: {err}")
+            return
+        self._play_chunks(job)
+
+    def _play_chunks(self, job: Job) -> None:
+        assert job.chunks is not None and job.utterance is not None
+        interrupt = _Either(self._stop, job)
+        for chunk in job.chunks:
+            if not self._wait(chunk.ready, job) or chunk.pcm is None:
+                break
+            if job.played_chunks == 0:
+                self.reporter.started(job)
+            if not self.output.write(job.utterance, chunk.pcm, interrupt):
+                break
+            job.audio_seconds += len(chunk.pcm) / self.output_rate
+            job.played_chunks += 1
+            chunk.pcm = None  # release per-request buffers as soon as they are in the ring
+            with self._cond:
+                self._cond.notify_all()
+        self._conclude(job, interrupt)
+
+    def _conclude(self, job: Job, interrupt: _Either) -> None:
+        assert job.chunks is not None and job.utterance is not None
+        done = job.played_chunks == len(job.chunks)
+        if done:
+            done = self.output.end(job.utterance, interrupt, timeout=30.0)
+        if self._stop.is_set() and not job.interrupted_by:
+            return  # shutdown: not acknowledged, so it plays again after restart
+        if job.interrupted_by:
+            self.reporter.interrupted(job, job.interrupted_by)
+        elif not done:
+            failed = next((c.error for c in job.chunks if c.error), None)
+            self.reporter.rejected(job, failed or "audio output failed during playback")
+        else:
+            # Remembered even without a sender id: a redelivered copy (DUP) then matches.
+            self.played.add(job.request.key)
+            self.reporter.finished(job)
+
+    def _wait(self, event: threading.Event, job: Job | None = None) -> bool:
+        while not event.wait(0.1):
+            if self._stop.is_set() or (job is not None and job.interrupted_by):
+                return False
+        return True
+
+
+class _Either(threading.Event):
+    """Set when the pipeline stops or the job is interrupted: what output.write() polls."""
+
+    def __init__(self, stop: threading.Event, job: Job):
+        super().__init__()
+        self._stop_event = stop
+        self._job = job
+
+    def is_set(self) -> bool:
+        return self._stop_event.is_set() or self._job.interrupted_by is not None
+
+
+def resample(audio: np.ndarray, rate: int, target: int) -> np.ndarray:
+    """Linear resampling: enough for speech when a voice's rate differs from the output's."""
+    if rate == target or audio.size == 0:
+        return audio
+    n = round(audio.size * target / rate)
+    positions = np.linspace(0, audio.size - 1, n)
+    resampled: np.ndarray = np.interp(positions, np.arange(audio.size), audio)
+    return resampled.astype(np.float32)
+
+
+def job_factory(
+    voices: Callable[[str | None], Voice], default_length_scale: Callable[[Voice], float]
+) -> Callable[[SayRequest, list[object]], Job]:
+    def make(request: SayRequest, deliveries: list[object]) -> Job:
+        voice = voices(request.voice)
+        speed = request.speed or 1.0
+        options = SpeechOptions(
+            speaker=request.speaker,
+            length_scale=default_length_scale(voice) / speed,
+            volume=request.volume if request.volume is not None else 1.0,
+        )
+        return Job(request=request, deliveries=deliveries, voice=voice, options=options)
+
+    return make

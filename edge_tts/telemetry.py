@@ -1,0 +1,263 @@
+"""Counters, latency windows and process health, published as one retained JSON document.
+
+Every buffer here is bounded (a fixed-length deque per metric, a fixed set of counters), so
+the daemon's memory stays flat however many requests it serves.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+import psutil
+
+_LOGGER = logging.getLogger(__name__)
+
+#: Raspberry Pi OS exposes the SoC sensor here, in millidegrees Celsius.
+THERMAL_ZONE = Path("/sys/class/thermal/thermal_zone0/temp")
+
+METRICS: tuple[str, ...] = (
+    "queue_wait_ms",
+    "time_to_first_audio_ms",
+    "real_time_factor",
+    "synthesis_ms",
+)
+
+_QUANTILES = (("p50", 50.0), ("p95", 95.0), ("p99", 99.0))
+
+
+def percentiles(values: Iterable[float]) -> dict[str, float | None]:
+    """p50/p95/p99 by linear interpolation between closest ranks (numpy's default method)."""
+    ordered = sorted(values)
+    result: dict[str, float | None] = {name: _linear_quantile(ordered, q) for name, q in _QUANTILES}
+    result["count"] = len(ordered)
+    result["max"] = ordered[-1] if ordered else None
+    return result
+
+
+def _linear_quantile(ordered: list[float], q: float) -> float | None:
+    if not ordered:
+        return None
+    position = (len(ordered) - 1) * q / 100.0
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+class Window:
+    """The most recent `maxlen` samples of one metric; older ones fall off."""
+
+    def __init__(self, maxlen: int = 1000) -> None:
+        if maxlen < 1:
+            raise ValueError(f"maxlen must be at least 1, got {maxlen}")
+        self._values: deque[float] = deque(maxlen=maxlen)
+
+    def add(self, value: float) -> None:
+        self._values.append(value)
+
+    def values(self) -> list[float]:
+        return list(self._values)
+
+    def percentiles(self) -> dict[str, float | None]:
+        """{"p50", "p95", "p99", "count", "max"}; the value keys are None while empty."""
+        return percentiles(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+class Telemetry:
+    """Thread-safe counters and latency windows; one lock, held only for O(1) updates."""
+
+    COUNTERS: tuple[str, ...] = (
+        "received",
+        "played",
+        "rejected",
+        "expired",
+        "interrupted",
+        "errors",
+        "underruns",
+        "reconnects",
+        "duplicates",
+    )
+
+    def __init__(self, window: int = 1000) -> None:
+        self._lock = threading.Lock()
+        self._counters = dict.fromkeys(self.COUNTERS, 0)
+        self._windows = {metric: Window(window) for metric in METRICS}
+        self._started = time.monotonic()
+
+    def count(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            self._counters[self._counter_key(name)] += n
+
+    def set_counter(self, name: str, value: int) -> None:
+        """For counters another component owns and reports as a total (the player's underruns)."""
+        with self._lock:
+            self._counters[self._counter_key(name)] = value
+
+    def observe(self, metric: str, value: float) -> None:
+        window = self._windows.get(metric)
+        if window is None:
+            raise KeyError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
+        if not math.isfinite(value):
+            # A NaN or inf would poison every percentile and is not valid JSON either.
+            _LOGGER.debug("dropping non-finite %s sample %r", metric, value)
+            return
+        with self._lock:
+            window.add(value)
+
+    def snapshot(self, gauges: Mapping[str, object]) -> dict[str, object]:
+        """A JSON-ready document; the fixed keys win over a gauge of the same name."""
+        with self._lock:
+            counters = dict(self._counters)
+            samples = {metric: window.values() for metric, window in self._windows.items()}
+        # Sorting happens outside the lock so recording threads never wait on a snapshot.
+        latency = {metric: _rounded(percentiles(values)) for metric, values in samples.items()}
+        return {
+            **gauges,
+            "ts": round(time.time(), 3),
+            "uptime_s": round(time.monotonic() - self._started, 3),
+            "counters": counters,
+            "latency": latency,
+            "process": process_stats(),
+        }
+
+    def _counter_key(self, name: str) -> str:
+        if name not in self._counters:
+            raise KeyError(f"unknown counter {name!r}; known: {', '.join(self.COUNTERS)}")
+        return name
+
+
+def _rounded(stats: Mapping[str, float | None]) -> dict[str, float | None]:
+    # Microsecond precision is plenty and keeps the retained payload readable.
+    return {k: round(v, 3) if isinstance(v, float) else v for k, v in stats.items()}
+
+
+_process: psutil.Process | None = None
+
+
+def _this_process() -> psutil.Process:
+    # cpu_percent() measures since the previous call on the same object, so keep one.
+    global _process
+    if _process is None or _process.pid != os.getpid():
+        _process = psutil.Process()
+    return _process
+
+
+def process_stats() -> dict[str, float | int | None]:
+    """Memory, load, CPU and temperature of this process and its machine."""
+    proc = _this_process()
+    with proc.oneshot():
+        stats: dict[str, float | int | None] = {
+            **_memory(proc),
+            "cpu_percent": proc.cpu_percent(interval=None),
+            "threads": proc.num_threads(),
+        }
+    stats["system_mem_available_bytes"] = psutil.virtual_memory().available
+    stats.update(_load())
+    stats["soc_temp_c"] = soc_temperature()
+    return stats
+
+
+def _memory(proc: psutil.Process) -> dict[str, int | None]:
+    try:
+        full = proc.memory_full_info()
+    except (psutil.AccessDenied, OSError):
+        # USS needs /proc/<pid>/smaps, which a hardened unit may not be allowed to read.
+        return {"rss_bytes": proc.memory_info().rss, "uss_bytes": None}
+    return {"rss_bytes": full.rss, "uss_bytes": full.uss}
+
+
+def _load() -> dict[str, float | None]:
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:
+        return {"load_1m": None, "load_5m": None, "load_15m": None}
+    return {"load_1m": one, "load_5m": five, "load_15m": fifteen}
+
+
+def soc_temperature() -> float | None:
+    """SoC temperature in °C, or None where no sensor is readable (containers, VMs)."""
+    try:
+        return round(int(THERMAL_ZONE.read_text().strip()) / 1000.0, 1)
+    except (OSError, ValueError):
+        pass
+    return _psutil_temperature()
+
+
+def _psutil_temperature() -> float | None:
+    reader = getattr(psutil, "sensors_temperatures", None)
+    if reader is None:
+        return None
+    try:
+        sensors = reader()
+    except (OSError, RuntimeError):
+        return None
+    # cpu_thermal is the Pi's SoC; the others cover x86 development machines.
+    for name in ("cpu_thermal", "soc_thermal", "coretemp", "k10temp", *sensors):
+        readings = sensors.get(name)
+        if readings:
+            return round(float(readings[0].current), 1)
+    return None
+
+
+class TelemetryPublisher:
+    """Named thread that publishes a snapshot every `interval` seconds until stopped."""
+
+    def __init__(
+        self,
+        telemetry: Telemetry,
+        interval: float,
+        gauges: Callable[[], Mapping[str, object]],
+        publish: Callable[[dict[str, object]], None],
+    ) -> None:
+        if interval <= 0:
+            raise ValueError(f"interval must be positive, got {interval}")
+        self._telemetry = telemetry
+        self._interval = interval
+        self._gauges = gauges
+        self._publish = publish
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="telemetry", daemon=True)
+        self._failing = False
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 5) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                _LOGGER.warning("telemetry thread did not stop within %.1f s", timeout)
+
+    def publish_once(self) -> bool:
+        """One snapshot and publish; never raises, so the loop (or a final flush) survives."""
+        try:
+            self._publish(self._telemetry.snapshot(self._gauges()))
+        except Exception:
+            self._log_failure()
+            return False
+        if self._failing:
+            _LOGGER.info("telemetry publishing works again")
+        self._failing = False
+        return True
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.publish_once()
+
+    def _log_failure(self) -> None:
+        # A full traceback once per failure streak; a broker outage must not flood the journal.
+        if self._failing:
+            _LOGGER.warning("telemetry publish failed again", exc_info=False)
+        else:
+            _LOGGER.exception("telemetry publish failed")
+        self._failing = True

@@ -1,0 +1,125 @@
+"""A real Mosquitto broker on a free loopback port, and a test client that records."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Broker:
+    def __init__(self, root: Path):
+        self.root = root
+        self.port = free_port()
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        if shutil.which("mosquitto") is None:
+            raise RuntimeError("mosquitto is not installed (scripts/setup --test installs it)")
+        conf = self.root / "mosquitto.conf"
+        # persistence keeps sessions and queued QoS 1 messages across a broker restart
+        conf.write_text(
+            f"listener {self.port} 127.0.0.1\nallow_anonymous true\n"
+            f"persistence true\npersistence_location {self.root}/\n"
+            "autosave_interval 1\nmax_queued_messages 1000\n"
+        )
+        with (self.root / "mosquitto.log").open("ab") as log:
+            self._proc = subprocess.Popen(
+                ["mosquitto", "-c", str(conf)], stdout=log, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("mosquitto did not start: " + self.log())
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait(timeout=10)
+            self._proc = None
+
+    def log(self) -> str:
+        path = self.root / "mosquitto.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+class Recorder:
+    """An MQTT client that publishes and keeps every message it sees, in order."""
+
+    def __init__(self, port: int, topics: list[str]):
+        self.messages: list[tuple[float, str, bytes, bool]] = []
+        self._cond = threading.Condition()
+        self._topics = topics
+        self._subscribed = threading.Event()
+        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=MQTTProtocolVersion.MQTTv5)
+        self.client.on_connect = self._on_connect
+        self.client.on_message = self._on_message
+        self.client.connect("127.0.0.1", port)
+        self.client.loop_start()
+        if not self._subscribed.wait(10):
+            raise RuntimeError("recorder did not connect")
+
+    def _on_connect(self, client: mqtt.Client, *_: Any) -> None:
+        for topic in self._topics:
+            client.subscribe(topic, qos=1)
+        self._subscribed.set()
+
+    def _on_message(self, _c: mqtt.Client, _u: object, msg: mqtt.MQTTMessage) -> None:
+        with self._cond:
+            self.messages.append((time.monotonic(), msg.topic, bytes(msg.payload), msg.retain))
+            self._cond.notify_all()
+
+    def publish(self, topic: str, payload: str | bytes, qos: int = 1, **kwargs: Any) -> float:
+        info = self.client.publish(topic, payload, qos=qos, **kwargs)
+        info.wait_for_publish(5)
+        return time.monotonic()
+
+    def events(self, topic: str) -> list[dict[str, Any]]:
+        with self._cond:
+            return [json.loads(p) for _, t, p, _ in self.messages if t == topic]
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float, what: str = "") -> None:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"timed out waiting for {what or predicate}")
+                self._cond.wait(left)
+
+    def wait_event(
+        self, topic: str, kind: str, request_id: str | None = None, timeout: float = 30
+    ) -> dict[str, Any]:
+        def find() -> dict[str, Any] | None:
+            for e in self.events(topic):
+                if e.get("event") == kind and (request_id is None or e.get("id") == request_id):
+                    return e
+            return None
+
+        self.wait_for(lambda: find() is not None, timeout, f"{kind} {request_id or ''} on {topic}")
+        found = find()
+        assert found is not None
+        return found
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()

@@ -1,0 +1,207 @@
+"""The daemon end to end: a real Mosquitto, the real voice, a real-time virtual sound
+card, a fake NOTIFY_SOCKET; the daemon runs as a subprocess like under systemd."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from .broker import Broker, Recorder
+from .daemon_proc import DaemonProcess, daemon_config
+from .soundcard import VirtualSoundCard
+
+pytestmark = pytest.mark.slow
+
+SAY = "edge-tts/testpi/say"
+EVENTS = "edge-tts/testpi/events"
+LONG = (
+    "The kitchen lights were turned off after ten minutes without movement. "
+    "The washing machine has finished its cycle, and the dryer will start soon. "
+    "Please remember to take your keys and close the garage before you leave."
+)
+
+
+@pytest.fixture()
+def workdir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="ttsd-"))  # short: unix socket paths are limited
+    yield path
+
+
+@pytest.fixture()
+def broker(workdir: Path) -> Iterator[Broker]:
+    b = Broker(workdir)
+    b.start()
+    yield b
+    b.stop()
+
+
+@pytest.fixture()
+def recorder(broker: Broker) -> Iterator[Recorder]:
+    r = Recorder(broker.port, ["edge-tts/#", "hermes/#", "replies/#"])
+    yield r
+    r.close()
+
+
+class Rig:
+    def __init__(self, workdir: Path, broker: Broker, card: VirtualSoundCard, rec: Recorder):
+        self.workdir, self.broker, self.card, self.rec = workdir, broker, card, rec
+        self.daemon: DaemonProcess | None = None
+
+    def start(self, **overrides: Any) -> DaemonProcess:
+        config = daemon_config(self.workdir, self.broker.port, **overrides)
+        self.daemon = DaemonProcess(self.workdir, config, env=self.card.env)
+        self.daemon.start()
+        self.daemon.wait_ready()
+        return self.daemon
+
+    def restart(self) -> DaemonProcess:
+        assert self.daemon is not None
+        self.daemon.notify.close()
+        (self.workdir / "notify.sock").unlink()
+        config = yaml_load(self.daemon.config_path)
+        self.daemon = DaemonProcess(self.workdir, config, env=self.card.env)
+        self.daemon.start()
+        self.daemon.wait_ready()
+        return self.daemon
+
+    def say(self, payload: str | bytes | dict[str, Any], topic: str = SAY, **kw: Any) -> float:
+        data = json.dumps(payload) if isinstance(payload, dict) else payload
+        return self.rec.publish(topic, data, **kw)
+
+    def kinds(self, request_id: str) -> list[str]:
+        return [e["event"] for e in self.rec.events(EVENTS) if e.get("id") == request_id]
+
+    def availability(self) -> list[tuple[bytes, bool]]:
+        return [(p, r) for _, t, p, r in self.rec.messages if t == "edge-tts/testpi/availability"]
+
+    def finished_order(self) -> list[str]:
+        return [e["id"] for e in self.rec.events(EVENTS) if e["event"] == "finished"]
+
+
+def yaml_load(path: Path) -> dict[str, Any]:
+    import yaml
+
+    data = yaml.safe_load(path.read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+@pytest.fixture()
+def rig(
+    workdir: Path, broker: Broker, sound_card: VirtualSoundCard, recorder: Recorder
+) -> Iterator[Rig]:
+    r = Rig(workdir, broker, sound_card, recorder)
+    yield r
+    if r.daemon is not None:
+        log = r.daemon.log()
+        r.daemon.close()
+        print(log[-6000:])  # shown when the test fails
+
+
+def test_plain_text_is_spoken_with_events_in_order(rig: Rig) -> None:
+    daemon = rig.start()
+    rig.rec.wait_for(lambda: rig.availability()[-1:] == [(b"online", False)], 5, "online")
+    late = Recorder(rig.broker.port, ["edge-tts/testpi/availability"])  # sees retained only
+    late.wait_for(lambda: [m[2:] for m in late.messages] == [(b"online", True)], 5, "retained")
+    late.close()
+    mark = rig.card.mark()
+    sent = rig.say("Package delivered to the front porch by UPS at 2:15 PM.")
+    done = rig.rec.wait_event(EVENTS, "finished", timeout=30)
+    request_id = done["id"]
+    assert rig.kinds(request_id) == ["queued", "started", "finished"]
+    assert 0 < done["time_to_first_audio_ms"] < 2000
+    assert done["audio_ms"] > 2000 and done["real_time_factor"] < 1
+    time.sleep(0.3)
+    audio = rig.card.captured(mark).astype(np.float32) / 32768
+    loud = np.flatnonzero(np.abs(audio) > 0.01)
+    assert loud.size
+    assert (loud[-1] - loud[0]) / 22050 == pytest.approx(done["audio_ms"] / 1000, abs=0.7)
+    first = rig.card.first_sound_time(mark)
+    assert first is not None and first - sent < 2.0
+    daemon.notify.wait_for("WATCHDOG=1", timeout=15)
+    assert any(line.startswith("STATUS=") for line in daemon.notify.lines())
+
+
+def test_json_request_with_response_topic_and_correlation(rig: Rig) -> None:
+    rig.start()
+    props = Properties(PacketTypes.PUBLISH)
+    props.ResponseTopic = "replies/me"
+    props.CorrelationData = b"abc-123"
+    rig.say(
+        {"text": "The mail has arrived.", "id": "mail-1", "priority": "high", "volume": 0.5},
+        properties=props,
+    )
+    rig.rec.wait_event(EVENTS, "finished", "mail-1")
+    reply = rig.rec.wait_event("replies/me", "finished", "mail-1")
+    assert reply["priority"] == "high"
+
+
+def test_priority_order_and_critical_interrupt(rig: Rig) -> None:
+    rig.start()
+    rig.say({"text": LONG, "id": "long"})
+    rig.rec.wait_event(EVENTS, "started", "long")
+    rig.say({"text": "Low priority note.", "id": "low", "priority": "low"})
+    rig.say({"text": "High priority note.", "id": "high", "priority": "high"})
+    rig.rec.wait_event(EVENTS, "finished", "low", timeout=60)
+    assert rig.finished_order() == ["long", "high", "low"]
+
+    rig.say({"text": LONG, "id": "long2"})
+    rig.rec.wait_event(EVENTS, "started", "long2")
+    time.sleep(1.0)
+    rig.say({"text": "Smoke detected in the kitchen!", "id": "fire", "priority": "critical"})
+    interrupted = rig.rec.wait_event(EVENTS, "interrupted", "long2")
+    assert interrupted["by"] == "fire"
+    rig.rec.wait_event(EVENTS, "finished", "fire")
+    assert "finished" not in rig.kinds("long2")
+
+
+def test_queue_full_is_rejected_not_blocking(rig: Rig) -> None:
+    rig.start(queue={"size": 1})
+    rig.say({"text": LONG, "id": "playing"})
+    rig.rec.wait_event(EVENTS, "started", "playing")
+    rig.say({"text": "Waiting.", "id": "waiting"})
+    rig.say({"text": "No room.", "id": "no-room"})
+    rejected = rig.rec.wait_event(EVENTS, "rejected", "no-room")
+    assert "queue full" in rejected["reason"]
+    rig.rec.wait_event(EVENTS, "finished", "waiting", timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (b"\xff\xfe\xfa", "UTF-8"),
+        (b'{"text": "unterminated', "malformed JSON"),
+        (b'{"text": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested"),
+        (b"", "non-empty"),
+        (b"   ", "non-empty"),
+        (b"x" * 5000, "limit"),
+        (b'{"text": 42}', "'text'"),
+        (b'{"text": "hi", "priority": "urgent"}', "'priority'"),
+        (b'{"text": "hi", "speed": "fast"}', "'speed'"),
+        (b'{"text": "..."}', "speakable"),
+        (b'{"text": "hi", "voice": "klingon"}', "unknown voice"),
+        (b"[1, 2]", "object"),
+    ],
+)
+def test_malformed_payloads_are_rejected_and_daemon_keeps_serving(
+    rig: Rig, payload: bytes, reason: str
+) -> None:
+    daemon = rig.start()
+    rig.say(payload)
+    rig.rec.wait_for(
+        lambda: any(e["event"] == "rejected" for e in rig.rec.events(EVENTS)), 20, "rejected"
+    )
+    rejected = next(e for e in rig.rec.events(EVENTS) if e["event"] == "rejected")
+    assert reason.lower() in rejected["reason"].lower()
+    rig.say({"text": "Still here.", "id": "after"})
+    rig.rec.wait_event(EVENTS, "finished", "after")
+    assert daemon.running()

@@ -1,0 +1,123 @@
+"""Payload parsing: every bad payload is a BadRequest with a reason, never a crash."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from edge_tts.messages import (
+    BadRequest,
+    Envelope,
+    Priority,
+    Topics,
+    event,
+    hermes_site,
+    parse_hermes,
+    parse_say,
+)
+
+
+def env(payload: bytes | str, **kw: object) -> Envelope:
+    data = payload.encode() if isinstance(payload, str) else payload
+    return Envelope(topic="edge-tts/pi/say", payload=data, received_at=time.monotonic(), **kw)  # type: ignore[arg-type]
+
+
+def test_plain_text() -> None:
+    request = parse_say(env("Hello there."), 100)
+    assert request.text == "Hello there."
+    assert request.priority == Priority.NORMAL and not request.dedupe
+
+
+def test_json_fields() -> None:
+    payload = {
+        "text": "Hi",
+        "id": "a1",
+        "priority": "critical",
+        "voice": "v",
+        "speaker": 3,
+        "speed": 1.5,
+        "volume": 0.5,
+        "ttl": 60,
+        "interrupt": True,
+    }
+    request = parse_say(env(json.dumps(payload)), 100)
+    assert (request.id, request.priority, request.speaker, request.speed) == (
+        "a1",
+        Priority.CRITICAL,
+        "3",
+        1.5,
+    )
+    assert request.dedupe and request.takes_over
+    assert request.expires_at is not None and 59 < request.expires_at - time.time() <= 60
+
+
+def test_mqtt5_expiry_and_redelivery() -> None:
+    request = parse_say(env("Hi", expiry_interval=5, redelivered=True), 100)
+    assert request.dedupe
+    assert request.expires_at is not None and request.expires_at - time.time() <= 5
+    assert not request.expired()
+    assert request.expired(time.time() + 6)
+
+
+def test_same_plain_text_twice_gets_the_same_key_but_no_dedupe() -> None:
+    a, b = parse_say(env("Doorbell"), 100), parse_say(env("Doorbell"), 100)
+    assert a.key == b.key and not a.dedupe and not b.dedupe
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (b"\xff\xfe", "UTF-8"),
+        (b"", "non-empty"),
+        (b"{", "malformed JSON"),
+        (b"[1]", "object"),
+        (b'""', "non-empty"),
+        (b'{"text": ' + b"[" * 3000 + b"]" * 3000 + b"}", "nested"),
+        (b'{"text": {"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": 1}}}}}}}}}', "nested"),
+        (b'{"text": null}', "'text'"),
+        (b'{"text": "hi", "bogus": 1}', "unknown field"),
+        (b'{"text": "hi", "priority": 3}', "'priority'"),
+        (b'{"text": "hi", "speed": true}', "'speed'"),
+        (b'{"text": "hi", "speed": 50}', "'speed'"),
+        (b'{"text": "hi", "volume": -1}', "'volume'"),
+        (b'{"text": "hi", "interrupt": "yes"}', "'interrupt'"),
+        (b'{"text": "hi", "id": 7}', "'id'"),
+        (b'{"text": "hi", "ttl": 5, "expires_at": 9}', "not both"),
+        ("x" * 101, "limit is 100"),
+    ],
+)
+def test_bad_payloads(payload: bytes | str, reason: str) -> None:
+    with pytest.raises(BadRequest, match=None) as err:
+        parse_say(env(payload), 100)
+    assert reason.lower() in str(err.value).lower()
+
+
+def test_hermes() -> None:
+    payload = json.dumps(
+        {
+            "text": "Hi",
+            "siteId": "kitchen",
+            "id": "h1",
+            "lang": "en",
+            "sessionId": "s1",
+            "volume": 0.8,
+        }
+    )
+    request = parse_hermes(env(payload), 100)
+    assert request.hermes is not None
+    assert (request.hermes.site_id, request.hermes.session_id, request.id) == (
+        "kitchen",
+        "s1",
+        "h1",
+    )
+    assert hermes_site(payload.encode()) == "kitchen"
+    assert hermes_site(b"\xff") is None
+
+
+def test_topics_and_events() -> None:
+    topics = Topics("edge-tts", "pi")
+    assert topics.subscriptions() == ["edge-tts/pi/say", "edge-tts/all/say", "hermes/tts/say"]
+    body = json.loads(event("rejected", None, reason="why", extra=None))
+    assert body["event"] == "rejected" and body["reason"] == "why" and "extra" not in body

@@ -1,0 +1,170 @@
+"""Scheduling with fakes of the voice and the output: order, limits, interrupts, acks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from edge_tts.dedupe import PlayedStore
+from edge_tts.messages import Envelope, SayRequest, parse_say
+from edge_tts.pipeline import Job, Pipeline
+from edge_tts.synthesis import SpeechOptions
+from edge_tts.telemetry import Telemetry
+
+from .fakes import FakeOutput, FakeReporter, FakeVoice
+
+LONG = "One two three four five. Six seven eight nine ten. Eleven twelve thirteen fourteen."
+
+
+def request(text: str, **fields: object) -> SayRequest:
+    import json
+
+    payload = json.dumps({"text": text, **fields}).encode()
+    return parse_say(Envelope("t/pi/say", payload, time.monotonic()), 1000)
+
+
+class Harness:
+    def __init__(self, tmp: Path, queue_size: int = 8, delay: float = 0.0, speedup: float = 20):
+        self.voice = FakeVoice(delay)
+        self.output = FakeOutput(speedup=speedup)
+        self.reporter = FakeReporter()
+        self.played = PlayedStore(tmp / "played.json")
+        self.pipeline = Pipeline(
+            self.output,
+            22050,
+            self.reporter,
+            Telemetry(),
+            self.played,  # type: ignore[arg-type]
+            queue_size=queue_size,
+            max_concurrent=2,
+        )
+        self.pipeline.start()
+
+    def submit(self, text: str, delivery: object = None, **fields: object) -> Job:
+        job = Job(
+            request(text, **fields),
+            [delivery or object()],
+            self.voice,  # type: ignore[arg-type]
+            SpeechOptions(),
+        )
+        self.pipeline.submit(job)
+        return job
+
+
+@pytest.fixture()
+def harness(tmp_path: Path) -> Iterator[Harness]:
+    h = Harness(tmp_path)
+    yield h
+    h.pipeline.stop(2)
+
+
+def test_plays_in_priority_order(harness: Harness) -> None:
+    harness.submit(LONG, id="first")
+    harness.reporter.wait("started", "first")
+    harness.submit("Low.", id="low", priority="low")
+    harness.submit("Normal.", id="normal")
+    harness.submit("High.", id="high", priority="high")
+    harness.reporter.wait("finished", "low")
+    assert harness.reporter.of("finished") == ["first", "high", "normal", "low"]
+
+
+def test_at_most_two_syntheses_at_once(tmp_path: Path) -> None:
+    h = Harness(tmp_path, delay=0.05, speedup=1000)
+    for i in range(5):
+        h.submit(LONG, id=f"r{i}")
+    h.reporter.wait("finished", "r4", timeout=30)
+    h.pipeline.stop(2)
+    assert h.voice.max_concurrent == 2
+
+
+def test_critical_interrupts_lower_priority(harness: Harness) -> None:
+    harness.output.speedup = 2
+    harness.submit(LONG, id="long")
+    harness.reporter.wait("started", "long")
+    harness.submit("Fire!", id="fire", priority="critical")
+    harness.reporter.wait("finished", "fire")
+    assert ("interrupted", "long", "fire") in harness.reporter.events
+    assert "finished" not in [k for k, i, _ in harness.reporter.events if i == "long"]
+
+
+def test_interrupt_flag_does_not_preempt_higher_priority(harness: Harness) -> None:
+    harness.output.speedup = 4
+    harness.submit(LONG, id="high", priority="high")
+    harness.reporter.wait("started", "high")
+    harness.submit("Me first.", id="pushy", interrupt=True)
+    harness.reporter.wait("finished", "pushy", timeout=20)
+    assert harness.reporter.of("finished") == ["high", "pushy"]
+
+
+def test_queue_full_rejects_without_blocking(tmp_path: Path) -> None:
+    h = Harness(tmp_path, queue_size=1, speedup=2)
+    h.submit(LONG, id="playing")
+    h.reporter.wait("started", "playing")
+    h.submit("Wait.", id="waiting")
+    started = time.monotonic()
+    h.submit("No room.", id="no-room")
+    assert time.monotonic() - started < 0.1
+    assert ("rejected", "no-room", "queue full (1 requests waiting)") in h.reporter.events
+    h.pipeline.stop(2)
+
+
+def test_already_played_redelivery_is_acked_not_played(harness: Harness) -> None:
+    harness.submit("Once.", id="once")
+    harness.reporter.wait("finished", "once")
+    again = harness.submit("Once.", delivery="second-copy", id="once")
+    assert again.deliveries[0] in harness.reporter.acked
+    assert harness.reporter.of("finished") == ["once"]
+    assert harness.reporter.of("duplicate") == ["once"]
+
+
+def test_redelivery_while_queued_is_merged(harness: Harness) -> None:
+    harness.output.speedup = 2
+    harness.submit(LONG, id="long")
+    harness.reporter.wait("started", "long")
+    harness.submit("Twice.", delivery="copy-1", id="twice")
+    harness.submit("Twice.", delivery="copy-2", id="twice")
+    harness.reporter.wait("finished", "twice", timeout=20)
+    assert harness.reporter.of("finished").count("twice") == 1
+    assert {"copy-1", "copy-2"} <= set(harness.reporter.acked)  # type: ignore[arg-type]
+
+
+def test_expired_request_is_not_played(harness: Harness) -> None:
+    harness.output.speedup = 2
+    harness.submit(LONG, id="long")
+    harness.reporter.wait("started", "long")
+    harness.submit("Too late.", id="late", ttl=0.2)
+    harness.reporter.wait("expired", "late", timeout=20)
+    assert "late" not in harness.reporter.of("finished")
+
+
+def test_audio_unavailable_rejects_with_reason(harness: Harness) -> None:
+    harness.output.available = False
+    harness.submit("Hello.", id="nodev")
+    harness.reporter.wait("rejected", "nodev")
+    assert any("unplugged" in d for k, i, d in harness.reporter.events if i == "nodev")
+
+
+def test_unspeakable_text_is_rejected(harness: Harness) -> None:
+    harness.submit("?!", id="empty")
+    harness.reporter.wait("rejected", "empty")
+
+
+def test_stop_leaves_unplayed_requests_unacknowledged(tmp_path: Path) -> None:
+    h = Harness(tmp_path, speedup=1)
+    h.submit(LONG, delivery="playing-delivery", id="playing")
+    h.submit("Queued.", delivery="queued-delivery", id="queued")
+    h.reporter.wait("started", "playing")
+    h.pipeline.stop(2)
+    assert h.reporter.acked == []
+    assert "playing" not in PlayedStore(tmp_path / "played.json")
+
+
+def test_played_store_survives_restart_and_is_bounded(tmp_path: Path) -> None:
+    store = PlayedStore(tmp_path / "p.json", capacity=3)
+    for key in "abcd":
+        store.add(key)
+    again = PlayedStore(tmp_path / "p.json", capacity=3)
+    assert "a" not in again and all(k in again for k in "bcd")

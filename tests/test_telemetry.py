@@ -1,0 +1,257 @@
+"""Telemetry: percentiles match numpy, buffers stay bounded, counting is thread-safe."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+from edge_tts import telemetry
+from edge_tts.telemetry import METRICS, Telemetry, TelemetryPublisher, Window, process_stats
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        [42.0],
+        [1.0, 2.0],
+        list(range(1, 101)),
+        list(np.random.default_rng(7).exponential(120.0, size=997)),
+    ],
+)
+def test_window_percentiles_match_numpy_linear(data: list[float]) -> None:
+    window = Window()
+    for value in data:
+        window.add(float(value))
+    stats = window.percentiles()
+    for name, q in (("p50", 50), ("p95", 95), ("p99", 99)):
+        assert stats[name] == pytest.approx(float(np.percentile(data, q)), rel=1e-12)
+    assert stats["count"] == len(data)
+    assert stats["max"] == pytest.approx(max(data))
+
+
+def test_empty_window_has_none_values() -> None:
+    assert Window().percentiles() == {
+        "p50": None,
+        "p95": None,
+        "p99": None,
+        "count": 0,
+        "max": None,
+    }
+
+
+def test_window_is_bounded_and_keeps_the_newest() -> None:
+    window = Window(maxlen=1000)
+    for i in range(100_000):
+        window.add(float(i))
+    assert len(window) == 1000
+    assert window.percentiles()["max"] == 99_999.0
+    assert min(window.values()) == 99_000.0
+
+
+def test_window_rejects_zero_length() -> None:
+    with pytest.raises(ValueError):
+        Window(maxlen=0)
+
+
+def test_counting_from_many_threads_loses_nothing() -> None:
+    tel = Telemetry()
+
+    def hammer() -> None:
+        for _ in range(20_000):
+            tel.count("received")
+
+    threads = [threading.Thread(target=hammer) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+        assert not thread.is_alive()
+    counters = tel.snapshot({})["counters"]
+    assert isinstance(counters, dict)
+    assert counters["received"] == 160_000
+
+
+def test_unknown_names_fail_loudly() -> None:
+    tel = Telemetry()
+    with pytest.raises(KeyError):
+        tel.count("recieved")
+    with pytest.raises(KeyError):
+        tel.set_counter("underrun", 3)
+    with pytest.raises(KeyError):
+        tel.observe("queue_wait", 1.0)
+
+
+def test_set_counter_overrides_and_count_adds() -> None:
+    tel = Telemetry()
+    tel.set_counter("underruns", 7)
+    tel.count("errors", 3)
+    tel.count("errors")
+    counters = tel.snapshot({})["counters"]
+    assert isinstance(counters, dict)
+    assert counters["underruns"] == 7
+    assert counters["errors"] == 4
+
+
+def test_non_finite_samples_are_dropped() -> None:
+    tel = Telemetry()
+    tel.observe("real_time_factor", float("inf"))
+    tel.observe("real_time_factor", float("nan"))
+    tel.observe("real_time_factor", 0.25)
+    latency = tel.snapshot({})["latency"]
+    assert isinstance(latency, dict)
+    assert latency["real_time_factor"]["count"] == 1
+
+
+def test_snapshot_is_json_and_complete() -> None:
+    tel = Telemetry()
+    for metric in METRICS:
+        for value in (1.0, 2.0, 3.0):
+            tel.observe(metric, value)
+    tel.count("played", 2)
+    snap = tel.snapshot({"queue_depth": 3, "in_flight": 1})
+    decoded = json.loads(json.dumps(snap, allow_nan=False))
+    assert {"ts", "uptime_s", "counters", "latency", "process", "queue_depth", "in_flight"} <= set(
+        decoded
+    )
+    assert set(decoded["counters"]) == set(Telemetry.COUNTERS)
+    assert decoded["counters"]["played"] == 2
+    assert set(decoded["latency"]) == set(METRICS)
+    for stats in decoded["latency"].values():
+        assert stats == {"p50": 2.0, "p95": 2.9, "p99": 2.98, "count": 3, "max": 3.0}
+    assert abs(decoded["ts"] - time.time()) < 60
+    assert decoded["uptime_s"] >= 0
+
+
+def test_gauges_cannot_clobber_fixed_keys() -> None:
+    snap = Telemetry().snapshot({"counters": "oops", "queue_depth": 0})
+    assert isinstance(snap["counters"], dict)
+    assert snap["queue_depth"] == 0
+
+
+def test_process_stats_are_sane() -> None:
+    stats = process_stats()
+    expected = {
+        "rss_bytes",
+        "uss_bytes",
+        "system_mem_available_bytes",
+        "load_1m",
+        "load_5m",
+        "load_15m",
+        "cpu_percent",
+        "soc_temp_c",
+        "threads",
+    }
+    assert set(stats) == expected
+    rss = stats["rss_bytes"]
+    assert isinstance(rss, int) and 1_000_000 < rss < 20_000_000_000
+    uss = stats["uss_bytes"]
+    assert uss is None or 0 < uss <= rss
+    available = stats["system_mem_available_bytes"]
+    assert isinstance(available, int) and available > 0
+    threads = stats["threads"]
+    assert isinstance(threads, int) and threads >= 1
+    cpu = stats["cpu_percent"]
+    assert isinstance(cpu, float) and cpu >= 0
+    json.dumps(stats, allow_nan=False)
+
+
+def test_soc_temperature_reads_the_thermal_zone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    zone = tmp_path / "temp"
+    zone.write_text("48312\n")
+    monkeypatch.setattr(telemetry, "THERMAL_ZONE", zone)
+    assert telemetry.soc_temperature() == 48.3
+
+
+def test_soc_temperature_is_none_when_unreadable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(telemetry, "THERMAL_ZONE", tmp_path / "missing")
+    monkeypatch.setattr(psutil, "sensors_temperatures", lambda: {}, raising=False)
+    assert telemetry.soc_temperature() is None
+
+
+def test_memory_stays_flat_over_many_observations() -> None:
+    tel = Telemetry(window=1000)
+
+    def record(n: int) -> None:
+        for i in range(n):
+            tel.count("received")
+            for metric in METRICS:
+                tel.observe(metric, float(i % 977))
+
+    record(2_000)  # fill every window first
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        record(20_000)
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert after - before < 64_000
+
+
+class _Recorder:
+    def __init__(self, fail_first: int = 0) -> None:
+        self.times: list[float] = []
+        self.snapshots: list[dict[str, object]] = []
+        self.fail_first = fail_first
+        self.got_two = threading.Event()
+
+    def __call__(self, snapshot: dict[str, object]) -> None:
+        self.times.append(time.monotonic())
+        if len(self.times) <= self.fail_first:
+            raise ConnectionError("broker down")
+        self.snapshots.append(snapshot)
+        if len(self.snapshots) >= 2:
+            self.got_two.set()
+
+
+def test_publisher_publishes_at_the_interval_and_stops_promptly() -> None:
+    recorder = _Recorder()
+    publisher = TelemetryPublisher(Telemetry(), 0.1, lambda: {"queue_depth": 0}, recorder)
+    started = time.monotonic()
+    publisher.start()
+    try:
+        assert recorder.got_two.wait(timeout=5)
+    finally:
+        stop_began = time.monotonic()
+        publisher.stop(timeout=5)
+    assert time.monotonic() - stop_began < 1.0
+    assert not any(t.name == "telemetry" and t.is_alive() for t in threading.enumerate())
+    first, second = recorder.times[0], recorder.times[1]
+    assert 0.05 <= first - started < 1.0
+    assert 0.05 <= second - first < 1.0
+    assert recorder.snapshots[0]["queue_depth"] == 0
+
+
+def test_publisher_survives_a_publish_that_raises(caplog: pytest.LogCaptureFixture) -> None:
+    recorder = _Recorder(fail_first=2)
+    publisher = TelemetryPublisher(Telemetry(), 0.05, dict, recorder)
+    publisher.start()
+    try:
+        assert recorder.got_two.wait(timeout=5)
+    finally:
+        publisher.stop(timeout=5)
+    assert len(recorder.times) >= 4
+    assert "telemetry publish failed" in caplog.text
+
+
+def test_publisher_survives_failing_gauges() -> None:
+    def broken_gauges() -> dict[str, object]:
+        raise RuntimeError("queue gone")
+
+    publisher = TelemetryPublisher(Telemetry(), 10, broken_gauges, _Recorder())
+    assert publisher.publish_once() is False
+
+
+def test_stop_without_start_is_harmless() -> None:
+    TelemetryPublisher(Telemetry(), 1, dict, _Recorder()).stop(timeout=1)
