@@ -47,6 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("run", help="run the daemon: MQTT text in, speech out")
     p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="YAML settings file")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a setting, e.g. --set audio.sink=wav-dir (VALUE is YAML); repeatable",
+    )
     p.set_defaults(func=_cmd_run)
 
 
@@ -97,7 +104,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .voice.integrity import ModelIntegrityError
 
     try:
-        settings = load_settings(args.config)
+        settings = load_settings(args.config, _overrides(args.set))
     except ConfigError as err:
         return _fail(EXIT_REFUSED, f"{args.config}: {err}")
     setup_logging("DEBUG" if args.verbose else settings.log_level)
@@ -106,6 +113,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except (StartupRefused, ModelIntegrityError) as err:
         _LOGGER.critical("Refusing to start: %s", err)
         return _fail(EXIT_REFUSED, str(err))
+
+
+def _overrides(pairs: list[str]) -> dict[str, object]:
+    import yaml
+
+    from .config import ConfigError
+
+    overrides: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ConfigError(f"--set {pair!r}: expected KEY=VALUE")
+        overrides[key.strip()] = yaml.safe_load(value)
+    return overrides
 
 
 def _cmd_check_config(args: argparse.Namespace) -> int:

@@ -30,6 +30,8 @@ RECONNECT_MIN_S, RECONNECT_MAX_S = 1, 30
 # Enough in-flight QoS 1 messages that a critical request is not stuck at the broker
 # behind a full queue of unacknowledged ones.
 RECEIVE_MAXIMUM = 1000
+# CONNACK codes of a broker that does not speak MQTT 5: 132 (v5), 1 (3.1.1's own answer).
+_UNSUPPORTED_PROTOCOL = (132, 1)
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,18 @@ class MqttLink:
         # paho queues it while disconnected and sends it after the reconnect.
         self._client.publish(topic, payload, qos=qos, retain=retain, properties=properties)
 
+    def _can_fall_back(self) -> bool:
+        return self._broker.protocol == "auto" and self._protocol == MQTTProtocolVersion.MQTTv5
+
+    def _fall_back(self) -> None:
+        """paho cannot change protocol on a live client: replace it (off paho's thread)."""
+        old = self._client
+        old.disconnect()
+        old.loop_stop()
+        self._protocol = MQTTProtocolVersion.MQTTv311
+        self._client = self._make_client()
+        self.start()
+
     # --- paho plumbing -------------------------------------------------------------
 
     def _make_client(self) -> mqtt.Client:
@@ -186,6 +200,10 @@ class MqttLink:
         _props: Properties | None,
     ) -> None:
         if reason.is_failure:
+            if reason.value in _UNSUPPORTED_PROTOCOL and self._can_fall_back():
+                _LOGGER.warning("Broker does not speak MQTT 5; falling back to 3.1.1")
+                threading.Thread(target=self._fall_back, name="mqtt-fallback").start()
+                return
             # Refused (bad credentials, not authorized...): not connected; paho retries.
             _LOGGER.error("Broker refused the connection: %s", reason)
             return
@@ -235,6 +253,9 @@ class MqttLink:
     ) -> None:
         self._connected.clear()
         _LOGGER.warning("Disconnected from the broker (%s); reconnecting with back-off", reason)
+        if self._broker.username:
+            # Re-read the password file: a rotated credential applies without a restart.
+            self._client.username_pw_set(self._broker.username, self._broker.password())
 
     def _handle_message(
         self, _client: mqtt.Client, _userdata: object, msg: mqtt.MQTTMessage

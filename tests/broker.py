@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -32,9 +33,11 @@ class Broker:
         if shutil.which("mosquitto") is None:
             raise RuntimeError("mosquitto is not installed (scripts/setup --test installs it)")
         conf = self.root / "mosquitto.conf"
-        # persistence keeps sessions and queued QoS 1 messages across a broker restart
+        # Persistence keeps sessions and queued QoS 1 messages across a broker restart.
+        # Started as root (CI), mosquitto would drop to a user that cannot write our temp dir.
+        stay = "user root\n" if os.geteuid() == 0 else ""
         conf.write_text(
-            f"listener {self.port} 127.0.0.1\nallow_anonymous true\n"
+            f"listener {self.port} 127.0.0.1\nallow_anonymous true\n{stay}"
             f"persistence true\npersistence_location {self.root}/\n"
             "autosave_interval 1\nmax_queued_messages 1000\n"
         )

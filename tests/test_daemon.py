@@ -205,3 +205,196 @@ def test_malformed_payloads_are_rejected_and_daemon_keeps_serving(
     rig.say({"text": "Still here.", "id": "after"})
     rig.rec.wait_event(EVENTS, "finished", "after")
     assert daemon.running()
+
+
+def test_hermes_round_trip_and_other_sites_ignored(rig: Rig) -> None:
+    rig.start()
+    other = {"text": "Not for us.", "siteId": "garage", "id": "h0", "sessionId": "s0"}
+    rig.say(other, topic="hermes/tts/say")
+    mine = {
+        "text": "Hello from Rhasspy.",
+        "siteId": "testpi",
+        "id": "h1",
+        "lang": "en",
+        "sessionId": "s1",
+    }
+    rig.say(mine, topic="hermes/tts/say")
+    rig.rec.wait_event(EVENTS, "finished", "h1")
+    rig.rec.wait_for(lambda: bool(rig.rec.events("hermes/tts/sayFinished")), 5, "sayFinished")
+    assert rig.rec.events("hermes/tts/sayFinished") == [
+        {"id": "h1", "siteId": "testpi", "sessionId": "s1"}
+    ]
+    assert "h0" not in [e.get("id") for e in rig.rec.events(EVENTS)]
+    rig.say({"text": "", "siteId": "testpi", "id": "h2", "sessionId": "s2"}, topic="hermes/tts/say")
+    rig.rec.wait_for(lambda: bool(rig.rec.events("hermes/error/tts")), 10, "hermes error")
+    error = rig.rec.events("hermes/error/tts")[0]
+    assert error["siteId"] == "testpi" and error["sessionId"] == "s2" and error["error"]
+
+
+def test_sigterm_fades_out_and_leaves_request_for_restart(rig: Rig) -> None:
+    daemon = rig.start()
+    rig.say({"text": LONG, "id": "cut-short"})
+    rig.rec.wait_event(EVENTS, "started", "cut-short")
+    time.sleep(1.0)
+    started = time.monotonic()
+    assert daemon.terminate(timeout=15) == 0
+    assert time.monotonic() - started < 8  # bounded shutdown
+    lines = daemon.notify.lines()
+    assert "STOPPING=1" in lines and "READY=1" in lines
+    assert rig.availability()[-1] == (b"offline", False)
+    assert "finished" not in rig.kinds("cut-short")
+    # Not acknowledged, so the broker hands it to the next start, which plays it once.
+    rig.restart()
+    rig.rec.wait_event(EVENTS, "finished", "cut-short", timeout=60)
+    time.sleep(1.0)
+    assert rig.kinds("cut-short").count("finished") == 1
+
+
+def test_sigkill_mid_playback_redelivers_and_plays_once(rig: Rig) -> None:
+    daemon = rig.start()
+    rig.say("The freezer door has been open for five minutes. Please close it soon.")
+    first = rig.rec.wait_event(EVENTS, "started")
+    time.sleep(0.5)
+    daemon.kill()
+    assert "finished" not in rig.kinds(first["id"])
+    rig.restart()
+    rig.rec.wait_event(EVENTS, "finished", first["id"], timeout=60)
+    rig.say({"text": "Next one.", "id": "next"})
+    rig.rec.wait_event(EVENTS, "finished", "next")
+    assert rig.kinds(first["id"]).count("finished") == 1
+
+
+def test_broker_restart_reconnects_and_plays_missed_requests_once(rig: Rig) -> None:
+    daemon = rig.start()
+    rig.say({"text": "Before the outage.", "id": "before"})
+    rig.rec.wait_event(EVENTS, "finished", "before")
+    rig.rec.close()
+    rig.broker.stop()
+    time.sleep(1.5)  # the daemon notices the lost link
+    rig.broker.start()  # same port, persistent: the daemon's session and subscriptions survive
+    rec = Recorder(rig.broker.port, ["edge-tts/#"])
+    rig.rec = rec
+    for i in range(3):  # published while the daemon is still backing off
+        rec.publish(SAY, json.dumps({"text": f"Missed number {i + 1}.", "id": f"missed-{i}"}))
+    for i in range(3):
+        rec.wait_event(EVENTS, "finished", f"missed-{i}", timeout=90)
+    time.sleep(1.0)
+    finished = [e["id"] for e in rec.events(EVENTS) if e["event"] == "finished"]
+    assert sorted(finished) == ["missed-0", "missed-1", "missed-2"]
+    rec.wait_for(
+        lambda: any(
+            json.loads(p).get("counters", {}).get("reconnects", 0) >= 1
+            for _, t, p, _ in rec.messages
+            if t == "edge-tts/testpi/telemetry"
+        ),
+        10,
+        "telemetry with reconnects",
+    )
+    assert daemon.running()
+
+
+def test_missing_sound_card_rejects_with_reason_and_keeps_running(
+    workdir: Path, broker: Broker, recorder: Recorder
+) -> None:
+    config = daemon_config(workdir, broker.port)
+    daemon = DaemonProcess(workdir, config, env={"HOME": str(workdir)})  # no asoundrc, no card
+    try:
+        daemon.start()
+        daemon.wait_ready()
+        recorder.publish(SAY, json.dumps({"text": "Anyone there?", "id": "nocard"}))
+        rejected = recorder.wait_event(EVENTS, "rejected", "nocard")
+        assert "audio output unavailable" in rejected["reason"]
+        assert daemon.running()
+    finally:
+        daemon.close()
+
+
+def test_wav_dir_sink_writes_one_wav_per_request(
+    workdir: Path, broker: Broker, recorder: Recorder
+) -> None:
+    out = workdir / "wavs"
+    config = daemon_config(workdir, broker.port, audio={"sink": "wav-dir", "wav_dir": str(out)})
+    daemon = DaemonProcess(workdir, config, env={"HOME": str(workdir)})
+    try:
+        daemon.start()
+        daemon.wait_ready()
+        recorder.publish(SAY, json.dumps({"text": "Written to disk.", "id": "disk-1"}))
+        recorder.wait_event(EVENTS, "finished", "disk-1")
+        import wave
+
+        with wave.open(str(out / "disk-1.wav"), "rb") as wav:
+            assert wav.getframerate() == 22050 and wav.getnframes() > 22050 // 2
+    finally:
+        daemon.close()
+
+
+def test_tampered_model_refuses_to_start_with_exit_78(
+    workdir: Path, broker: Broker, fp32_files: Any
+) -> None:
+    config = daemon_config(
+        workdir,
+        broker.port,
+        voices={"default": {"path": str(fp32_files.model), "sha256": "0" * 64}},
+    )
+    daemon = DaemonProcess(workdir, config)
+    try:
+        daemon.start()
+        assert daemon.proc is not None
+        assert daemon.proc.wait(60) == 78
+        assert "SHA-256 mismatch" in daemon.log()
+        assert "READY=1" not in daemon.notify.lines()
+    finally:
+        daemon.close()
+
+
+def test_mqtt_311_session_works_too(rig: Rig) -> None:
+    rig.start(broker={"protocol": "3.1.1"})
+    rig.say({"text": "Old broker, same service.", "id": "v311"})
+    rig.rec.wait_event(EVENTS, "finished", "v311")
+
+
+def test_default_config_file_runs_the_daemon(
+    workdir: Path, broker: Broker, recorder: Recorder
+) -> None:
+    """What `scripts/run` does on a machine without a sound card."""
+    import os
+    import subprocess
+    import sys
+
+    from .daemon_proc import REPO, NotifySocket
+
+    notify = NotifySocket(workdir / "notify.sock")
+    wavs = workdir / "spoken"
+    env = {
+        **os.environ,
+        "NOTIFY_SOCKET": str(notify.path),
+        "HOME": str(workdir),
+        "XDG_STATE_HOME": str(workdir / "state"),
+    }
+    args = [
+        sys.executable,
+        "-m",
+        "edge_tts",
+        "run",
+        "--config",
+        "config/edge-tts.yaml",
+        "--set",
+        f"broker.port={broker.port}",
+        "--set",
+        "device_id=fresh",
+        "--set",
+        "audio.sink=wav-dir",
+        "--set",
+        f"audio.wav_dir={wavs}",
+    ]
+    with (workdir / "daemon.log").open("wb") as log:
+        proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        notify.wait_for("READY=1", 60)
+        recorder.publish("edge-tts/fresh/say", "Hello from a fresh install.")
+        done = recorder.wait_event("edge-tts/fresh/events", "finished")
+        assert (wavs / f"{done['id']}.wav").stat().st_size > 44
+    finally:
+        proc.terminate()
+        proc.wait(15)
+        notify.close()
