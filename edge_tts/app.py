@@ -354,10 +354,12 @@ class Daemon:
     # --- health and telemetry ------------------------------------------------------
 
     def checks(self) -> dict[str, Callable[[], bool]]:
+        # Liveness, not health: a broker outage or a missing card is reported in STATUS
+        # and telemetry while the components retry; only a dead thread stops the pings.
         return {
-            "mqtt": lambda: self.link is not None and self.link.connected,
+            "mqtt": lambda: self.link is not None and self.link.alive,
             "synthesis": lambda: self.pipeline is not None and self.pipeline.alive(),
-            "audio": lambda: self.output is not None and self.output.healthy,
+            "audio": lambda: self.output is not None and self.output.alive,
         }
 
     def status_line(self) -> str:

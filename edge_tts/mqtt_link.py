@@ -94,6 +94,13 @@ class MqttLink:
     def connected(self) -> bool:
         return self._connected.is_set()
 
+    @property
+    def alive(self) -> bool:
+        """paho's network thread runs (it reconnects by itself): what the watchdog needs.
+        A broker outage is not a reason for systemd to restart us."""
+        thread = getattr(self._client, "_thread", None)
+        return thread is not None and thread.is_alive()
+
     def wait_connected(self, timeout: float) -> bool:
         return self._connected.wait(timeout)
 

@@ -35,6 +35,7 @@ BACKOFF_MIN_S = 0.5
 BACKOFF_MAX_S = 30.0
 CALLBACK_STALL_S = 2.0  # no callback for this long while the stream should run: it is dead
 SUPERVISE_INTERVAL_S = 0.2
+SUPERVISOR_GRACE_S = 10.0  # beyond the longest back-off: a supervisor this late is hung
 # PortAudio's suggested latency. "low" (~9 ms) leaves no margin for GIL hand-offs while
 # synthesis threads run on a Pi; 100 ms is about two 1024-frame blocks at 22.05 kHz.
 DEFAULT_LATENCY_S = 0.1
@@ -61,6 +62,8 @@ class AudioOutput(Protocol):
     def close(self) -> None: ...
     @property
     def healthy(self) -> bool: ...
+    @property
+    def alive(self) -> bool: ...
     @property
     def status(self) -> str: ...
     @property
@@ -150,6 +153,7 @@ class AlsaOutput:
         self._reason: str | None = "not started"
         self._stop = threading.Event()
         self._supervisor: threading.Thread | None = None
+        self._supervisor_beat = time.monotonic()
         self._last_callback_at = 0.0
         self._underruns = 0
         self._xruns = 0
@@ -193,6 +197,14 @@ class AlsaOutput:
             and time.monotonic() - self._last_callback_at < CALLBACK_STALL_S
             and bool(stream.active)
         )
+
+    @property
+    def alive(self) -> bool:
+        """The supervisor that keeps (re)opening the device runs: what the watchdog needs.
+        A missing card is `degraded`, not dead; restarting the daemon would not help."""
+        supervisor = self._supervisor
+        stuck = time.monotonic() - self._supervisor_beat > BACKOFF_MAX_S + SUPERVISOR_GRACE_S
+        return supervisor is not None and supervisor.is_alive() and not stuck
 
     @property
     def status(self) -> str:
@@ -349,6 +361,7 @@ class AlsaOutput:
     def _supervise(self) -> None:
         delay = BACKOFF_MIN_S
         while not self._stop.wait(delay if self._stream is None else SUPERVISE_INTERVAL_S):
+            self._supervisor_beat = time.monotonic()
             try:
                 if self._stream is None and not self._open(reinit=True):
                     delay = min(delay * 2, BACKOFF_MAX_S)
@@ -497,6 +510,10 @@ class WavDirOutput:
     @property
     def healthy(self) -> bool:
         return self._reason is None and os.access(self.directory, os.W_OK | os.X_OK)
+
+    @property
+    def alive(self) -> bool:
+        return True  # nothing runs in the background: begin() retries the directory itself
 
     @property
     def status(self) -> str:

@@ -61,6 +61,10 @@ class FakeOutput:
         return self.available
 
     @property
+    def alive(self) -> bool:
+        return True
+
+    @property
     def status(self) -> str:
         return "ok" if self.available else "degraded: unplugged"
 

@@ -304,6 +304,10 @@ def test_missing_sound_card_rejects_with_reason_and_keeps_running(
         recorder.publish(SAY, json.dumps({"text": "Anyone there?", "id": "nocard"}))
         rejected = recorder.wait_event(EVENTS, "rejected", "nocard")
         assert "audio output unavailable" in rejected["reason"]
+        # Degraded, not dead: the watchdog keeps being fed so systemd does not restart-loop.
+        mark = len(daemon.notify.lines())
+        daemon.notify.wait_for("WATCHDOG=1", timeout=10, after=mark)
+        assert any("degraded" in line for line in daemon.notify.lines() if "STATUS=" in line)
         assert daemon.running()
     finally:
         daemon.close()
