@@ -24,9 +24,10 @@ def free_port() -> int:
 
 
 class Broker:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, password_file: Path | None = None):
         self.root = root
         self.port = free_port()
+        self.password_file = password_file  # mosquitto_passwd file: no anonymous clients
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -36,8 +37,13 @@ class Broker:
         # Persistence keeps sessions and queued QoS 1 messages across a broker restart.
         # Started as root (CI), mosquitto would drop to a user that cannot write our temp dir.
         stay = "user root\n" if os.geteuid() == 0 else ""
+        auth = (
+            f"allow_anonymous false\npassword_file {self.password_file}\n"
+            if self.password_file
+            else "allow_anonymous true\n"
+        )
         conf.write_text(
-            f"listener {self.port} 127.0.0.1\nallow_anonymous true\n{stay}"
+            f"listener {self.port} 127.0.0.1\n{auth}{stay}"
             f"persistence true\npersistence_location {self.root}/\n"
             "autosave_interval 1\nmax_queued_messages 1000\n"
         )
@@ -68,7 +74,7 @@ class Broker:
 class Recorder:
     """An MQTT client that publishes and keeps every message it sees, in order."""
 
-    def __init__(self, port: int, topics: list[str]):
+    def __init__(self, port: int, topics: list[str], auth: tuple[str, str] | None = None):
         self.messages: list[tuple[float, str, bytes, bool]] = []
         self._cond = threading.Condition()
         self._topics = topics
@@ -76,6 +82,8 @@ class Recorder:
         self.client = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=MQTTProtocolVersion.MQTTv5)
         self.client.on_connect = self._on_connect
         self.client.on_message = self._on_message
+        if auth is not None:
+            self.client.username_pw_set(*auth)
         self.client.connect("127.0.0.1", port)
         self.client.loop_start()
         if not self._subscribed.wait(10):

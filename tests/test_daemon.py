@@ -402,3 +402,46 @@ def test_default_config_file_runs_the_daemon(
         proc.terminate()
         proc.wait(15)
         notify.close()
+
+
+def test_credentials_from_systemd_and_refused_login_is_not_ready(workdir: Path) -> None:
+    import subprocess
+
+    passwd = workdir / "passwd"
+    subprocess.run(["mosquitto_passwd", "-b", "-c", str(passwd), "pi", "s3cret"], check=True)
+    broker = Broker(workdir, password_file=passwd)
+    broker.start()
+    creds = workdir / "creds"
+    creds.mkdir()
+    config = daemon_config(
+        workdir,
+        broker.port,
+        broker={"username": "pi"},
+        audio={"sink": "wav-dir", "wav_dir": str(workdir / "wavs")},
+    )
+    env = {"HOME": str(workdir), "CREDENTIALS_DIRECTORY": str(creds)}
+
+    def attempt(password: str) -> DaemonProcess:
+        (creds / "mqtt-password").write_text(password + "\n")
+        (workdir / "notify.sock").unlink(missing_ok=True)
+        daemon = DaemonProcess(workdir, config, env=env)
+        daemon.start()
+        return daemon
+
+    rec = Recorder(broker.port, ["edge-tts/#"], auth=("pi", "s3cret"))
+    refused = attempt("wrong")
+    try:
+        time.sleep(4)  # refused CONNACKs are retried, never taken for "connected"
+        assert refused.running() and "READY=1" not in refused.notify.lines()
+        assert "refused" in refused.log().lower()
+    finally:
+        refused.close()
+    daemon = attempt("s3cret")
+    try:
+        daemon.wait_ready()
+        rec.publish(SAY, json.dumps({"text": "Logged in.", "id": "auth"}))
+        rec.wait_event(EVENTS, "finished", "auth")
+    finally:
+        rec.close()
+        daemon.close()
+        broker.stop()
