@@ -24,10 +24,13 @@ def free_port() -> int:
 
 
 class Broker:
-    def __init__(self, root: Path, password_file: Path | None = None):
+    def __init__(
+        self, root: Path, password_file: Path | None = None, tls: tuple[Path, Path] | None = None
+    ):
         self.root = root
         self.port = free_port()
         self.password_file = password_file  # mosquitto_passwd file: no anonymous clients
+        self.tls = tls  # (server certificate, its key): TLS only on this listener
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -42,8 +45,9 @@ class Broker:
             if self.password_file
             else "allow_anonymous true\n"
         )
+        tls = f"certfile {self.tls[0]}\nkeyfile {self.tls[1]}\n" if self.tls else ""
         conf.write_text(
-            f"listener {self.port} 127.0.0.1\n{auth}{stay}"
+            f"listener {self.port} 127.0.0.1\n{tls}{auth}{stay}"
             f"persistence true\npersistence_location {self.root}/\n"
             "autosave_interval 1\nmax_queued_messages 1000\n"
         )
@@ -74,7 +78,13 @@ class Broker:
 class Recorder:
     """An MQTT client that publishes and keeps every message it sees, in order."""
 
-    def __init__(self, port: int, topics: list[str], auth: tuple[str, str] | None = None):
+    def __init__(
+        self,
+        port: int,
+        topics: list[str],
+        auth: tuple[str, str] | None = None,
+        ca: Path | None = None,
+    ):
         self.messages: list[tuple[float, str, bytes, bool]] = []
         self._cond = threading.Condition()
         self._topics = topics
@@ -84,6 +94,8 @@ class Recorder:
         self.client.on_message = self._on_message
         if auth is not None:
             self.client.username_pw_set(*auth)
+        if ca is not None:
+            self.client.tls_set(ca_certs=str(ca))
         self.client.connect("127.0.0.1", port)
         self.client.loop_start()
         if not self._subscribed.wait(10):
@@ -134,3 +146,70 @@ class Recorder:
     def close(self) -> None:
         self.client.disconnect()
         self.client.loop_stop()
+
+
+def make_tls_material(root: Path) -> tuple[Path, Path, Path]:
+    """A throwaway CA and a server certificate for 127.0.0.1: (ca, cert, key)."""
+    ca_key, ca, key, csr, cert = (
+        root / n for n in ("ca.key", "ca.pem", "srv.key", "srv.csr", "srv.pem")
+    )
+    run = [
+        (
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=edge-tts test CA",
+            "-keyout",
+            str(ca_key),
+            "-out",
+            str(ca),
+        ),
+        (
+            "openssl",
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(csr),
+        ),
+        (
+            "openssl",
+            "x509",
+            "-req",
+            "-in",
+            str(csr),
+            "-CA",
+            str(ca),
+            "-CAkey",
+            str(ca_key),
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-out",
+            str(cert),
+            "-extfile",
+            str(_san(root)),
+        ),
+    ]
+    for argv in run:
+        subprocess.run(argv, check=True, capture_output=True)
+    for path in (key, cert):
+        path.chmod(0o644)  # mosquitto reads them after dropping privileges
+    return ca, cert, key
+
+
+def _san(root: Path) -> Path:
+    ext = root / "san.ext"
+    ext.write_text("subjectAltName=IP:127.0.0.1\n")
+    return ext

@@ -445,3 +445,28 @@ def test_credentials_from_systemd_and_refused_login_is_not_ready(workdir: Path) 
         rec.close()
         daemon.close()
         broker.stop()
+
+
+def test_tls_broker_with_pinned_ca(workdir: Path) -> None:
+    from .broker import make_tls_material
+
+    ca, cert, key = make_tls_material(workdir)
+    broker = Broker(workdir, tls=(cert, key))
+    broker.start()
+    config = daemon_config(
+        workdir,
+        broker.port,
+        broker={"tls": {"ca_file": str(ca)}},
+        audio={"sink": "wav-dir", "wav_dir": str(workdir / "wavs")},
+    )
+    daemon = DaemonProcess(workdir, config, env={"HOME": str(workdir)})
+    rec = Recorder(broker.port, ["edge-tts/#"], ca=ca)
+    try:
+        daemon.start()
+        daemon.wait_ready()
+        rec.publish(SAY, json.dumps({"text": "Encrypted.", "id": "tls"}))
+        rec.wait_event(EVENTS, "finished", "tls")
+    finally:
+        rec.close()
+        daemon.close()
+        broker.stop()
