@@ -95,6 +95,11 @@ def _add_quantize(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("output", nargs="?", type=Path, help="INT8 output (default: data dir)")
     p.add_argument("--scheme", help="quantization scheme (default: the project default)")
     p.add_argument("--no-report", action="store_true", help="skip the quality report")
+    p.add_argument(
+        "--if-stale",
+        action="store_true",
+        help="do nothing when OUT was built from this source with this scheme and onnxruntime",
+    )
     p.set_defaults(func=_cmd_quantize)
 
 

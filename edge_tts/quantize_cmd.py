@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from importlib.resources import files as package_files
 from pathlib import Path
 
+import onnxruntime
+
 from .text import prepare
 from .voice import files
-from .voice.integrity import ModelIntegrityError, read_verified
+from .voice.integrity import ModelIntegrityError, manifest_path, read_verified
 from .voice.model import load_config
 from .voice.phonemize import text_to_ids
 from .voice.quality import quality_report
@@ -41,10 +44,13 @@ def run_quantize(args: argparse.Namespace) -> int:
         )
         return 2
     try:
-        read_verified(source.model, builtin=source.builtin_digest)
+        source_sha256 = read_verified(source.model, builtin=source.builtin_digest).sha256
     except ModelIntegrityError as err:
         print(f"edge-ttsd: error: {err}", file=sys.stderr)
         return 78
+    if args.if_stale and _up_to_date(output, scheme, source_sha256):
+        print(f"{output} is up to date ({scheme})")
+        return 0
     output.parent.mkdir(parents=True, exist_ok=True)
     manifest = quantize(source.model, output, scheme, sentence_ids(source, "calibration_en.txt"))
     size_mb = output.stat().st_size / 1e6
@@ -52,6 +58,23 @@ def run_quantize(args: argparse.Namespace) -> int:
     if not args.no_report:
         _report(source, output, scheme)
     return 0
+
+
+def _up_to_date(output: Path, scheme: str, source_sha256: str) -> bool:
+    """Built from this source, with this scheme and onnxruntime, and not modified since."""
+    manifest_file = manifest_path(output)
+    if not output.is_file() or not manifest_file.is_file():
+        return False
+    try:
+        manifest = json.loads(manifest_file.read_text("utf-8"))
+        read_verified(output, pinned=str(manifest["sha256"]))
+    except (ValueError, KeyError, ModelIntegrityError):
+        return False
+    return bool(
+        manifest.get("scheme") == scheme
+        and manifest.get("source_sha256") == source_sha256
+        and manifest.get("onnxruntime_version") == onnxruntime.__version__
+    )
 
 
 def _report(source: files.VoiceFiles, output: Path, scheme: str) -> None:
