@@ -104,13 +104,23 @@ class Envelope:
     response_topic: str | None = None
     correlation_data: bytes | None = None
     redelivered: bool = False  # the broker's DUP flag: we may have seen it before a crash
+    retained: bool = False  # replayed by the broker on every (re)subscribe
 
 
 def parse_say(env: Envelope, max_text_chars: int, default_ttl: float | None = None) -> SayRequest:
     """Plain UTF-8 text, or JSON {text, id, priority, voice, speaker, speed, volume, ttl |
     expires_at, interrupt}. Raises BadRequest with a reason a user can act on."""
+    _refuse_retained(env)
     text = _decode(env.payload)
     return _request(env, _say_fields(text), max_text_chars, default_ttl)
+
+
+def _refuse_retained(env: Envelope) -> None:
+    if env.retained:
+        raise BadRequest(
+            "retained say messages are not played (the broker would replay them on every "
+            "reconnect); publish without retain, and clear it with an empty retained message"
+        )
 
 
 def _say_fields(text: str) -> dict[str, Any]:
@@ -127,6 +137,7 @@ def _say_fields(text: str) -> dict[str, Any]:
 
 
 def parse_hermes(env: Envelope, max_text_chars: int) -> SayRequest:
+    _refuse_retained(env)
     fields = _json_object(_decode(env.payload))
     site = fields.get("siteId", "default")
     session = fields.get("sessionId")

@@ -276,6 +276,7 @@ class MqttLink:
             response_topic=getattr(props, "ResponseTopic", None),
             correlation_data=getattr(props, "CorrelationData", None),
             redelivered=bool(msg.dup),
+            retained=bool(msg.retain),
         )
         with self._lock:
             generation = self._generation

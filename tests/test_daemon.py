@@ -470,3 +470,13 @@ def test_tls_broker_with_pinned_ca(workdir: Path) -> None:
         rec.close()
         daemon.close()
         broker.stop()
+
+
+def test_retained_say_is_rejected_not_replayed(rig: Rig) -> None:
+    rig.say("Stale retained announcement.", retain=True)
+    rig.start()
+    rejected = rig.rec.wait_event(EVENTS, "rejected")
+    assert "retained" in rejected["reason"]
+    rig.say({"text": "Fresh.", "id": "fresh"})
+    rig.rec.wait_event(EVENTS, "finished", "fresh")
+    assert rig.finished_order() == ["fresh"]

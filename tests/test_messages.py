@@ -121,3 +121,8 @@ def test_topics_and_events() -> None:
     assert topics.subscriptions() == ["edge-tts/pi/say", "edge-tts/all/say", "hermes/tts/say"]
     body = json.loads(event("rejected", None, reason="why", extra=None))
     assert body["event"] == "rejected" and body["reason"] == "why" and "extra" not in body
+
+
+def test_retained_say_is_refused() -> None:
+    with pytest.raises(BadRequest, match="retained"):
+        parse_say(env("Hello", retained=True), 100)
