@@ -12,7 +12,6 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -70,6 +69,8 @@ class Job:
     started_at: float | None = None
     utterance: Utterance | None = None
     interrupted_by: str | None = None
+    # Set when it must stop playing: interrupted by another request, or shutdown.
+    cancel: threading.Event = field(default_factory=threading.Event)
     audio_seconds: float = 0.0
 
     @property
@@ -129,9 +130,11 @@ class Pipeline:
     def stop(self, timeout: float = 5.0) -> None:
         """Fade out what plays and leave everything unplayed unacknowledged."""
         self._stop.set()
-        self.output.interrupt(self.fade_ms)
         with self._cond:
+            if self._playing is not None:
+                self._playing.cancel.set()
             self._cond.notify_all()
+        self.output.interrupt(self.fade_ms)
         for thread in self._threads:
             thread.join(timeout)
 
@@ -195,6 +198,7 @@ class Pipeline:
             job.request.interrupt and job.request.priority >= playing.request.priority
         ):
             playing.interrupted_by = job.request.id
+            playing.cancel.set()
             self.output.interrupt(self.fade_ms)
 
     # --- synthesis workers -------------------------------------------------------------
@@ -327,26 +331,25 @@ class Pipeline:
 
     def _play_chunks(self, job: Job) -> None:
         assert job.chunks is not None and job.utterance is not None
-        interrupt = _Either(self._stop, job)
         for chunk in job.chunks:
             if not self._wait(chunk.ready, job) or chunk.pcm is None:
                 break
             if job.played_chunks == 0:
                 self.reporter.started(job)
-            if not self.output.write(job.utterance, chunk.pcm, interrupt):
+            if not self.output.write(job.utterance, chunk.pcm, job.cancel):
                 break
             job.audio_seconds += len(chunk.pcm) / self.output_rate
             job.played_chunks += 1
             chunk.pcm = None  # release per-request buffers as soon as they are in the ring
             with self._cond:
                 self._cond.notify_all()
-        self._conclude(job, interrupt)
+        self._conclude(job)
 
-    def _conclude(self, job: Job, interrupt: _Either) -> None:
+    def _conclude(self, job: Job) -> None:
         assert job.chunks is not None and job.utterance is not None
         done = job.played_chunks == len(job.chunks)
         if done:
-            done = self.output.end(job.utterance, interrupt, timeout=30.0)
+            done = self.output.end(job.utterance, job.cancel, timeout=30.0)
         if self._stop.is_set() and not job.interrupted_by:
             return  # shutdown: not acknowledged, so it plays again after restart
         if job.interrupted_by:
@@ -361,21 +364,9 @@ class Pipeline:
 
     def _wait(self, event: threading.Event, job: Job | None = None) -> bool:
         while not event.wait(0.1):
-            if self._stop.is_set() or (job is not None and job.interrupted_by):
+            if self._stop.is_set() or (job is not None and job.cancel.is_set()):
                 return False
         return True
-
-
-class _Either(threading.Event):
-    """Set when the pipeline stops or the job is interrupted: what output.write() polls."""
-
-    def __init__(self, stop: threading.Event, job: Job):
-        super().__init__()
-        self._stop_event = stop
-        self._job = job
-
-    def is_set(self) -> bool:
-        return self._stop_event.is_set() or self._job.interrupted_by is not None
 
 
 def resample(audio: np.ndarray, rate: int, target: int) -> np.ndarray:
@@ -386,19 +377,3 @@ def resample(audio: np.ndarray, rate: int, target: int) -> np.ndarray:
     positions = np.linspace(0, audio.size - 1, n)
     resampled: np.ndarray = np.interp(positions, np.arange(audio.size), audio)
     return resampled.astype(np.float32)
-
-
-def job_factory(
-    voices: Callable[[str | None], Voice], default_length_scale: Callable[[Voice], float]
-) -> Callable[[SayRequest, list[object]], Job]:
-    def make(request: SayRequest, deliveries: list[object]) -> Job:
-        voice = voices(request.voice)
-        speed = request.speed or 1.0
-        options = SpeechOptions(
-            speaker=request.speaker,
-            length_scale=default_length_scale(voice) / speed,
-            volume=request.volume if request.volume is not None else 1.0,
-        )
-        return Job(request=request, deliveries=deliveries, voice=voice, options=options)
-
-    return make
