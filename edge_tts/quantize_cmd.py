@@ -17,7 +17,7 @@ from .voice.integrity import ModelIntegrityError, manifest_path, read_verified
 from .voice.model import load_config
 from .voice.phonemize import text_to_ids
 from .voice.quality import quality_report
-from .voice.quantize import DEFAULT_SCHEME, SCHEMES, quantize
+from .voice.quantize import DEFAULT_SCHEME, SCHEMES, quantize, recipe_fingerprint
 
 NAIVE_SCHEME = "naive-dynamic"
 
@@ -48,11 +48,13 @@ def run_quantize(args: argparse.Namespace) -> int:
     except ModelIntegrityError as err:
         print(f"edge-ttsd: error: {err}", file=sys.stderr)
         return 78
-    if args.if_stale and _up_to_date(output, scheme, source_sha256):
+    calibration = sentence_ids(source, "calibration_en.txt")
+    fingerprint = recipe_fingerprint(SCHEMES[scheme], calibration)
+    if args.if_stale and _up_to_date(output, fingerprint, source_sha256):
         print(f"{output} is up to date ({scheme})")
         return 0
     output.parent.mkdir(parents=True, exist_ok=True)
-    manifest = quantize(source.model, output, scheme, sentence_ids(source, "calibration_en.txt"))
+    manifest = quantize(source.model, output, scheme, calibration)
     size_mb = output.stat().st_size / 1e6
     print(f"{manifest['sha256']}  {output}  ({scheme}, {size_mb:.1f} MB)")
     if not args.no_report:
@@ -60,8 +62,8 @@ def run_quantize(args: argparse.Namespace) -> int:
     return 0
 
 
-def _up_to_date(output: Path, scheme: str, source_sha256: str) -> bool:
-    """Built from this source, with this scheme and onnxruntime, and not modified since."""
+def _up_to_date(output: Path, fingerprint: str, source_sha256: str) -> bool:
+    """Built from this source, with this recipe and onnxruntime, and not modified since."""
     manifest_file = manifest_path(output)
     if not output.is_file() or not manifest_file.is_file():
         return False
@@ -71,7 +73,7 @@ def _up_to_date(output: Path, scheme: str, source_sha256: str) -> bool:
     except (ValueError, KeyError, ModelIntegrityError):
         return False
     return bool(
-        manifest.get("scheme") == scheme
+        manifest.get("recipe") == fingerprint
         and manifest.get("source_sha256") == source_sha256
         and manifest.get("onnxruntime_version") == onnxruntime.__version__
     )
@@ -79,12 +81,17 @@ def _up_to_date(output: Path, scheme: str, source_sha256: str) -> bool:
 
 def _report(source: files.VoiceFiles, output: Path, scheme: str) -> None:
     ids = sentence_ids(source, "evaluation_en.txt")
-    print(f"\nQuality of {scheme} against FP32 ({len(ids)} sentences, noise scales 0):")
+    fp32_mb = source.model.stat().st_size / 1e6
+    print(
+        f"\nQuality of {scheme} ({output.stat().st_size / 1e6:.1f} MB) against FP32 "
+        f"({fp32_mb:.1f} MB) on {len(ids)} sentences, noise scales 0:"
+    )
     print(quality_report(source.model, output, ids).format())
     if scheme == NAIVE_SCHEME:
         return
     with tempfile.TemporaryDirectory() as tmp:
         naive = Path(tmp) / "naive.onnx"
         quantize(source.model, naive, NAIVE_SCHEME, [])
-        print(f"\nFor comparison, {NAIVE_SCHEME} against FP32:")
+        size_mb = naive.stat().st_size / 1e6
+        print(f"\nFor comparison, {NAIVE_SCHEME} ({size_mb:.1f} MB) against FP32:")
         print(quality_report(source.model, naive, ids).format())

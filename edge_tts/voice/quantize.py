@@ -17,7 +17,13 @@ Methods:
   sequences; onnxruntime fuses DQ -> Conv -> Q into QLinearConv when it loads the model.
 * ``weight-only`` - Conv/ConvTranspose weights stored as per-output-channel symmetric
   int8 behind a ``DequantizeLinear``; activations stay FP32, so only weight rounding
-  error is added and onnxruntime folds the dequantization away at load time.
+  error is added.  onnxruntime keeps the ``DequantizeLinear`` nodes (it does not
+  constant-fold them unless ``session.disable_quant_qdq`` is set), so the weights are
+  dequantized on every run: a smaller file, but ~5 % slower than FP32.
+
+Static schemes first run ``quant_pre_process`` (ONNX shape inference and onnxruntime's
+portable basic graph optimizations, no symbolic shape inference); the result loads
+faster and quantizes identically.
 
 Calibration (static schemes): every id sequence is fed twice, once with the voice's
 inference noise scales (0.667, 1, 0.8 by default, read from the voice config) and once
@@ -29,7 +35,10 @@ the same source, scheme and ids give byte-identical files on the same machine.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
+import io
 import json
 import shutil
 import tempfile
@@ -48,6 +57,7 @@ from onnxruntime.quantization import (
     CalibrationMethod,
     QuantFormat,
     QuantType,
+    quant_pre_process,
     quantize_dynamic,
     quantize_static,
 )
@@ -63,6 +73,8 @@ DECODER_STAGE0 = (
     "/dec/resblocks.1/",
     "/dec/resblocks.2/",
 )
+# Stage 1 (64x rate) without its upsampling ConvTranspose (no int8 kernel on CPU).
+DECODER_STAGE1_RESBLOCKS = ("/dec/resblocks.3/", "/dec/resblocks.4/", "/dec/resblocks.5/")
 CONV_OPS = ("Conv", "ConvTranspose")
 DETERMINISTIC_SCALES = (0.0, 1.0, 0.0)
 DEFAULT_INFERENCE_SCALES = (0.667, 1.0, 0.8)
@@ -92,6 +104,7 @@ class Scheme:
     weight_type: str = "int8"
     activation_type: str = "uint8"
     calibration: str = "minmax"
+    preprocess: bool = False  # onnxruntime quant_pre_process (ONNX shape inference + basic opt.)
 
     def selects(self, node: onnx.NodeProto) -> bool:
         name = node.name
@@ -122,20 +135,32 @@ _SCHEME_LIST = (
         "static QDQ (u8 activations, s8 per-channel weights) on every Conv: fastest, poor",
         "static",
         CONV_OPS,
+        preprocess=True,
     ),
     Scheme(
         "static-enc-flow",
         "static QDQ Conv in text encoder + flow; duration predictor and decoder FP32",
         "static",
-        CONV_OPS,
+        ("Conv",),
         include=(ENCODER, FLOW),
+        preprocess=True,
     ),
     Scheme(
         "static-enc-flow-dec0",
-        "static QDQ Conv in text encoder + flow + decoder stage 0 (8x rate and below)",
+        "static QDQ Conv in text encoder, flow and decoder stage 0 (MinMax calibration)",
         "static",
-        CONV_OPS,
+        ("Conv",),
         include=(ENCODER, FLOW, *DECODER_STAGE0),
+        preprocess=True,
+    ),
+    Scheme(
+        "static-fast",
+        "static-enc-flow-dec0 plus decoder stage-1 resblocks, Percentile 99.99 calibration",
+        "static",
+        ("Conv",),
+        include=(ENCODER, FLOW, *DECODER_STAGE0, *DECODER_STAGE1_RESBLOCKS),
+        calibration="percentile",
+        preprocess=True,
     ),
     Scheme(
         "weight-only",
@@ -319,40 +344,65 @@ def node_report(source: onnx.ModelProto, quantized: onnx.ModelProto) -> dict[str
     return {"counts": counts, "quantized_nodes": names}
 
 
+def _prepare(src: Path, work: Path) -> Path:
+    """``quant_pre_process`` without symbolic shape inference (needs sympy, adds nothing)."""
+    prepared = work / "prepared.onnx"
+    quant_pre_process(src, prepared, skip_symbolic_shape=True)
+    return prepared
+
+
+def _build_static(
+    scheme: Scheme, model: onnx.ModelProto, work: Path, nodes: list[str], reader: PhonemeReader
+) -> Path:
+    if not len(reader):
+        raise ValueError(f"scheme {scheme.name!r} needs calibration id sequences")
+    _set_random_seed(model, CALIBRATION_SEED)
+    seeded, out = work / "seeded.onnx", work / "quantized.onnx"
+    onnx.save_model(model, seeded)
+    _run_static(scheme, seeded, out, nodes, reader)
+    return out
+
+
 def _build(scheme: Scheme, src: Path, work: Path, calibration_ids: Sequence[Sequence[int]]) -> Path:
-    model = onnx.load(src)
+    scales = [_inference_scales(src), DETERMINISTIC_SCALES]
+    prepared = _prepare(src, work) if scheme.preprocess else src
+    model = onnx.load(prepared)
     nodes = [node.name for node in model.graph.node if scheme.selects(node)]
+    if scheme.method == "static":
+        return _build_static(scheme, model, work, nodes, PhonemeReader(calibration_ids, scales))
     out = work / "quantized.onnx"
     if scheme.method == "dynamic":
-        _run_dynamic(scheme, src, out, nodes)
-    elif scheme.method == "weight-only":
+        _run_dynamic(scheme, prepared, out, nodes)
+    else:
         _weight_only(model, set(nodes))
         onnx.save_model(model, out)
-    else:
-        if not calibration_ids:
-            raise ValueError(f"scheme {scheme.name!r} needs calibration id sequences")
-        _set_random_seed(model, CALIBRATION_SEED)
-        seeded = work / "seeded.onnx"
-        onnx.save_model(model, seeded)
-        reader = PhonemeReader(calibration_ids, [_inference_scales(src), DETERMINISTIC_SCALES])
-        _run_static(scheme, seeded, out, nodes, reader)
     return out
 
 
 def _finalize(path: Path, dst: Path) -> onnx.ModelProto:
     """Load, drop the calibration seed, check for external data and write ``dst``."""
-    model = onnx.load(path)
+    model = onnx.load(path, load_external_data=False)
     _set_random_seed(model, None)
     for tensor in model.graph.initializer:
         if tensor.data_location == onnx.TensorProto.EXTERNAL:
             raise RuntimeError(f"quantized model refers to external data ({tensor.name})")
     dst.parent.mkdir(parents=True, exist_ok=True)
-    dst.write_bytes(model.SerializeToString(deterministic=True))
+    partial = dst.with_name(dst.name + ".partial")
+    partial.write_bytes(model.SerializeToString(deterministic=True))
+    partial.replace(dst)  # atomic: a reader never sees half a model
     return model
 
 
 def manifest_path(dst: Path) -> Path:
     return dst.with_name(dst.name + ".manifest.json")
+
+
+def recipe_fingerprint(recipe: Scheme, calibration_ids: Sequence[Sequence[int]]) -> str:
+    """Changes whenever the scheme's definition or the calibration data change, so a stale
+    build is noticed even when the scheme keeps its name."""
+    ids = [list(seq) for seq in calibration_ids] if recipe.method == "static" else []
+    blob = json.dumps([dataclasses.asdict(recipe), ids], sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()
 
 
 def quantize(
@@ -365,12 +415,17 @@ def quantize(
     """
     recipe = SCHEMES[scheme]
     src, dst = Path(src), Path(dst)
-    with tempfile.TemporaryDirectory(prefix="edge-tts-quant-") as tmp:
+    # onnxruntime's histogram calibrators print progress to stdout: keep it quiet.
+    with (
+        tempfile.TemporaryDirectory(prefix="edge-tts-quant-") as tmp,
+        contextlib.redirect_stdout(io.StringIO()),
+    ):
         built = _build(recipe, src, Path(tmp), calibration_ids)
         model = _finalize(built, dst)
     manifest: dict[str, object] = {
         "scheme": recipe.name,
         "summary": recipe.summary,
+        "recipe": recipe_fingerprint(recipe, calibration_ids),
         "sha256": _sha256(dst),
         "source_sha256": _sha256(src),
         "size_bytes": dst.stat().st_size,
