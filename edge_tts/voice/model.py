@@ -49,6 +49,9 @@ def session_options(threads: int) -> onnxruntime.SessionOptions:
     options.inter_op_num_threads = 1
     options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # Memory patterns are planned per input shape, and every sentence has a new length:
+    # with them on, peak RSS over the corpus was ~40 MB higher at no measurable speed gain.
+    options.enable_mem_pattern = False
     options.log_severity_level = 3  # onnxruntime's warnings about unused initializers are noise
     return options
 
