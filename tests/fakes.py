@@ -25,6 +25,7 @@ class FakeVoice:
         self._lock = threading.Lock()
         self.concurrent = 0
         self.max_concurrent = 0
+        self.intervals: list[tuple[float, float]] = []  # (start, end) of every synthesis
 
     def speaker_id(self, speaker: object) -> int | None:
         if speaker not in (None, "0", 0):
@@ -36,9 +37,11 @@ class FakeVoice:
             self.calls += 1
             self.concurrent += 1
             self.max_concurrent = max(self.max_concurrent, self.concurrent)
+        started = time.monotonic()
         time.sleep(self.delay)
         with self._lock:
             self.concurrent -= 1
+            self.intervals.append((started, time.monotonic()))
         t = np.arange(len(ids) * 220) / 22050
         return (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
 

@@ -80,6 +80,18 @@ def test_at_most_two_syntheses_at_once(tmp_path: Path) -> None:
     assert h.voice.max_concurrent == 2
 
 
+def test_first_chunk_has_the_cpu_to_itself(tmp_path: Path) -> None:
+    h = Harness(tmp_path, delay=0.1, speedup=1000)
+    h.submit(LONG, id="a")
+    h.submit(LONG, id="b")
+    h.reporter.wait("finished", "b", timeout=30)
+    h.pipeline.stop(2)
+    first = min(h.voice.intervals)
+    others = [i for i in h.voice.intervals if i != first]
+    assert all(end <= first[0] or start >= first[1] for start, end in others)
+    assert h.voice.max_concurrent == 2  # later chunks still use both workers
+
+
 def test_critical_interrupts_lower_priority(harness: Harness) -> None:
     harness.output.speedup = 2
     harness.submit(LONG, id="long")
