@@ -274,6 +274,7 @@ class Daemon:
             s.audio.ring_buffer_seconds,
             s.audio.fade_ms,
             s.audio.block_frames,
+            s.audio.latency_ms / 1000,
         )
         self.output.start()
         state_dir = s.resolved_state_dir()

@@ -217,7 +217,7 @@ class SynthesisSettings(_Checked):
     threads: int = _setting(2, _between(1, 8))
     max_concurrent: int = _setting(2, _between(1, 4))
     max_chunk_chars: int = _setting(200, _between(20, 2000))
-    first_chunk_chars: int = _setting(60, _between(10, 2000))
+    first_chunk_chars: int = _setting(40, _between(10, 2000))
     preload: bool = True  # False: load a voice on its first request
 
     def _check_together(self) -> None:
@@ -244,7 +244,8 @@ class AudioSettings(_Checked):
     volume: float = _setting(1.0, _between(0, 2))
     ring_buffer_seconds: float = _setting(2.0, _between(0.2, 30))
     fade_ms: int = _setting(15, _between(0, 1000))
-    block_frames: int = _setting(1024, _between(16, 16384))
+    block_frames: int = _setting(512, _between(16, 16384))
+    latency_ms: int = _setting(50, _between(5, 2000))
 
     def _check_together(self) -> None:
         if self.sink == "wav-dir" and self.wav_dir is None:

@@ -20,7 +20,7 @@ import numpy as np
 from .dedupe import PlayedStore
 from .messages import SayRequest
 from .player import AudioOutput, AudioUnavailableError, Utterance
-from .synthesis import SpeechOptions
+from .synthesis import SpeechOptions, trim_leading_silence
 from .telemetry import Telemetry
 from .text import EmptyTextError, prepare
 from .voice.model import Voice, to_pcm16
@@ -95,7 +95,7 @@ class Pipeline:
         queue_size: int = 32,
         max_concurrent: int = 2,
         max_chunk_chars: int = 200,
-        first_chunk_chars: int = 60,
+        first_chunk_chars: int = 40,
         fade_ms: int = 15,
     ):
         self.output = output
@@ -288,6 +288,8 @@ class Pipeline:
                 for ids in text_to_ids(chunk.text, job.voice.config)
             ]
             audio = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
+            if index == 0:
+                audio = trim_leading_silence(audio, job.voice.sample_rate)
             audio = resample(audio, job.voice.sample_rate, self.output_rate)
             chunk.pcm = to_pcm16(audio, job.options.volume)
         except Exception as err:  # a broken voice must not kill the worker

@@ -83,9 +83,12 @@ def open_output(
     ring_seconds: float,
     fade_ms: int,
     block_frames: int,
+    latency_s: float = DEFAULT_LATENCY_S,
 ) -> AudioOutput:
     if sink == "alsa":
-        return AlsaOutput(sample_rate, device, volume, ring_seconds, fade_ms, block_frames)
+        return AlsaOutput(
+            sample_rate, device, volume, ring_seconds, fade_ms, block_frames, latency_s
+        )
     if sink == "wav-dir":
         if wav_dir is None:
             raise ValueError("the wav-dir sink needs a directory (wav_dir)")

@@ -50,7 +50,7 @@ class AudioChunk:
 
 
 class Synthesizer:
-    def __init__(self, voice: Voice, max_chunk_chars: int = 200, first_chunk_chars: int = 60):
+    def __init__(self, voice: Voice, max_chunk_chars: int = 200, first_chunk_chars: int = 40):
         self.voice = voice
         self.max_chunk_chars = max_chunk_chars
         self.first_chunk_chars = first_chunk_chars
@@ -73,9 +73,24 @@ class Synthesizer:
             for ids in text_to_ids(piece, self.voice.config):
                 started = time.monotonic()
                 audio = self.voice.synthesize(ids, params)
+                if not produced:
+                    audio = trim_leading_silence(audio, self.voice.sample_rate)
                 pcm = to_pcm16(audio, options.volume)
                 elapsed = time.monotonic() - started
                 produced = True
                 yield AudioChunk(piece, pcm, self.voice.sample_rate, elapsed)
         if not produced:
             raise EmptyTextError(f"nothing speakable in {text[:40]!r}")
+
+
+# VITS output starts with ~50 ms of near-silence: time the listener waits for nothing.
+SILENCE_LEVEL = 0.005  # float amplitude, about -46 dBFS
+KEEP_BEFORE_ONSET_S = 0.01
+
+
+def trim_leading_silence(audio: np.ndarray, sample_rate: int) -> np.ndarray:
+    loud = np.flatnonzero(np.abs(audio) > SILENCE_LEVEL)
+    if loud.size == 0:
+        return audio
+    start = max(0, int(loud[0]) - int(KEEP_BEFORE_ONSET_S * sample_rate))
+    return audio[start:]

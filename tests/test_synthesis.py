@@ -60,3 +60,13 @@ def test_nothing_speakable_is_an_error(fp32_voice: Voice, text: str) -> None:
 def test_unknown_speaker_fails_before_audio(fp32_voice: Voice) -> None:
     with pytest.raises(ValueError, match="one speaker"):
         next(Synthesizer(fp32_voice).chunks("Hello.", SpeechOptions(speaker="alice")))
+
+
+def test_leading_silence_is_trimmed_but_not_the_onset() -> None:
+    from edge_tts.synthesis import trim_leading_silence
+
+    audio = np.concatenate([np.zeros(2205), np.full(100, 0.5), np.zeros(10)]).astype(np.float32)
+    trimmed = trim_leading_silence(audio, 22050)
+    assert len(trimmed) == 100 + 10 + 220  # 10 ms kept before the onset
+    silent = np.zeros(500, dtype=np.float32)
+    assert len(trim_leading_silence(silent, 22050)) == 500
