@@ -4,6 +4,7 @@ card, a fake NOTIFY_SOCKET; the daemon runs as a subprocess like under systemd."
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ LONG = (
 def workdir() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="ttsd-"))  # short: unix socket paths are limited
     yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture()

@@ -1,0 +1,742 @@
+"""deploy/: lint, syntax, the build and gate helpers, and a converge on a fresh Debian root.
+
+The converge test makes the target look like a freshly flashed board: a Debian bookworm
+root from `debootstrap --variant=minbase` (no python), reached through Ansible's chroot
+connection. It applies the real playbook and role twice (the second run must change
+nothing), checks what was installed, then starts the daemon from the installed paths the
+way the unit's ExecStart would (systemd/run_sandboxed.py: user, StateDirectory,
+LoadCredential, read-only root, seccomp) against a Mosquitto that wants TLS and a password,
+and has it answer an MQTT `say` with audio.
+
+Needs root, network (Debian and PyPI), debootstrap (installed on demand), mosquitto and
+openssl. Cached between runs on the same machine, in /var/cache/edge-tts-ci (or
+$EDGE_TTS_CI_CACHE): the debootstrapped root as a tarball, apt's .deb files, pip's cache
+and the INT8 voice built on the controller. Times: docs/fleet.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import wave
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from .broker import Recorder, free_port
+from .daemon_proc import NotifySocket
+
+REPO = Path(__file__).resolve().parents[1]
+DEPLOY = REPO / "deploy"
+BIN = Path(sys.executable).parent
+CACHE = Path(os.environ.get("EDGE_TTS_CI_CACHE", "/var/cache/edge-tts-ci"))
+MIRROR = os.environ.get("EDGE_TTS_CI_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+SUITE = "bookworm"
+DEVICE = "ci-pi"
+PASSWORD = "ci-secret-1"
+PLAYBOOK_TIMEOUT_S = 1800
+
+
+def _tool(name: str) -> str:
+    path = BIN / name
+    if not path.exists():
+        pytest.fail(f"{name} is not installed in {BIN} (pip install ansible ansible-lint)")
+    return str(path)
+
+
+def _ansible_env(**extra: str) -> dict[str, str]:
+    """A clean environment: what a CI machine's pip or proxy settings say must not leak into
+    the target through the chroot connection."""
+    return {
+        "PATH": f"{BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOME": os.environ.get("HOME", "/root"),
+        "LANG": "C.UTF-8",
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_FORCE_COLOR": "0",
+        **extra,
+    }
+
+
+# --- lint and syntax -----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_ansible_lint_production_profile() -> None:
+    result = subprocess.run(
+        [_tool("ansible-lint"), "--profile", "production", "--offline", "--nocolor"],
+        cwd=DEPLOY,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_ansible_env(),
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "Profile 'production' was required, and it passed" in output, output
+
+
+@pytest.mark.slow
+def test_playbook_syntax_check() -> None:
+    result = subprocess.run(
+        [
+            _tool("ansible-playbook"),
+            "--syntax-check",
+            "-i",
+            "inventory/example/hosts.yml",
+            "site.yml",
+        ],
+        cwd=DEPLOY,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_ansible_env(),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_example_inventory_has_the_fleet_groups_and_device_ids() -> None:
+    hosts = yaml.safe_load((DEPLOY / "inventory/example/hosts.yml").read_text())
+    groups = hosts["all"]["children"]["edge_tts"]["children"]
+    assert {"home", "vehicle"} <= set(groups)
+    ids = [
+        host["edge_tts_device_id"] for group in groups.values() for host in group["hosts"].values()
+    ]
+    assert len(ids) == len(set(ids)) and all(re.fullmatch(r"[a-z0-9-]+", i) for i in ids)
+    group_vars = DEPLOY / "inventory/example/group_vars/edge_tts"
+    voice = yaml.safe_load((group_vars / "voice.yml").read_text())
+    assert re.fullmatch(r"[0-9a-f]{64}", voice["edge_tts_voices"]["default"]["sha256"])
+    broker = yaml.safe_load((group_vars / "broker.yml").read_text())
+    assert "vault_" in broker["edge_tts_broker_password"]  # never a plain-text password
+
+
+# --- the helpers the role runs ---------------------------------------------------------------
+
+
+def _snapshot_sources(dest: Path) -> Path:
+    """What the wheel is built from, frozen for the test (others may edit the checkout)."""
+    dest.mkdir(parents=True)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, dest / name)
+    shutil.copytree(
+        REPO / "edge_tts", dest / "edge_tts", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    return dest
+
+
+def _build_wheel(source: Path, out: Path) -> dict[str, object]:
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(DEPLOY / "roles/edge_tts/files/build_wheel.py"),
+            "--source",
+            str(source),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    built: dict[str, object] = json.loads(result.stdout)
+    return built
+
+
+@pytest.mark.slow
+def test_wheel_version_names_its_sources_and_builds_are_reproducible(tmp_path: Path) -> None:
+    source = _snapshot_sources(tmp_path / "src")
+    first = _build_wheel(source, tmp_path / "a")
+    assert first["changed"] is True
+    assert re.fullmatch(r"\d+\.\d+\.\d+\+src\.[0-9a-f]{12}", str(first["version"]))
+    pins = Path(str(first["constraints"])).read_text()
+    assert re.search(r"^onnxruntime==\S+$", pins, re.MULTILINE), pins
+    assert "edge-tts-daemon" not in pins and not re.search(r"^pip==", pins, re.MULTILINE)
+    again = _build_wheel(source, tmp_path / "b")  # a fresh build of the same sources
+    assert Path(str(again["wheel"])).read_bytes() == Path(str(first["wheel"])).read_bytes()
+    assert _build_wheel(source, tmp_path / "a")["changed"] is False
+    with (source / "edge_tts" / "__init__.py").open("a") as f:
+        f.write("# changed\n")
+    changed = _build_wheel(source, tmp_path / "a")
+    assert changed["changed"] is True and changed["version"] != first["version"]
+    assert not (source / "build").exists() and not list(source.glob("*.egg-info"))
+
+
+@pytest.mark.slow
+def test_wait_online_gate_follows_the_retained_availability(tmp_path: Path) -> None:
+    from .broker import Broker
+
+    broker = Broker(tmp_path)
+    broker.start()
+    recorder = Recorder(broker.port, ["edge-tts/#"])
+    config = tmp_path / "edge-tts.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {"device_id": "gate-pi", "broker": {"host": "127.0.0.1", "port": broker.port}}
+        )
+    )
+    gate = DEPLOY / "roles/edge_tts/files/edge-tts-wait-online.py"
+
+    def run_gate(timeout: float) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(gate), "--config", str(config), "--timeout", str(timeout)],
+            capture_output=True,
+            text=True,
+            timeout=timeout + 30,
+        )
+
+    try:
+        recorder.publish("edge-tts/gate-pi/availability", "offline", retain=True)
+        offline = run_gate(2)
+        assert offline.returncode == 1 and "last value: offline" in offline.stderr
+        recorder.publish("edge-tts/gate-pi/availability", "online", retain=True)
+        online = run_gate(20)
+        assert online.returncode == 0, online.stderr
+    finally:
+        recorder.close()
+        broker.stop()
+
+
+# --- the converge ---------------------------------------------------------------------------
+
+
+def _run(
+    cmd: list[str], timeout: float, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, check=False, cwd=cwd, env=env
+    )
+
+
+def _require_root_and_tools() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the converge test needs root (debootstrap, chroot, mounts)")
+    missing = [
+        tool for tool in ("mosquitto", "mosquitto_passwd", "openssl") if not shutil.which(tool)
+    ]
+    if missing:
+        pytest.fail(f"missing {missing} (scripts/setup --test installs them)")
+    if shutil.which("debootstrap") is None:
+        result = _run(["apt-get", "install", "-y", "-qq", "debootstrap"], 600)
+        assert result.returncode == 0, f"cannot install debootstrap: {result.stderr}"
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def cached_root_tarball() -> Path:
+    """A pristine `debootstrap --variant=minbase` root, made once per machine (about 30 s)."""
+    arch = _run(["dpkg", "--print-architecture"], 30).stdout.strip()
+    tarball = CACHE / f"{SUITE}-minbase-{arch}.tar.zst"
+    with _locked(CACHE / ".debootstrap.lock"):
+        if tarball.is_file():
+            return tarball
+        build = Path(tempfile.mkdtemp(prefix="ettsboot-"))
+        build.chmod(0o755)  # it becomes "/" of every target: mkdtemp's 0700 would lock users out
+        try:
+            made = _run(["debootstrap", "--variant=minbase", SUITE, str(build), MIRROR], 1200)
+            assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+            part = tarball.with_suffix(".part")
+            packed = _run(
+                [
+                    "tar",
+                    "--zstd",
+                    "-C",
+                    str(build),
+                    "--exclude=./var/cache/apt/archives/*.deb",
+                    "-cf",
+                    str(part),
+                    ".",
+                ],
+                600,
+            )
+            assert packed.returncode == 0, packed.stderr
+            part.rename(tarball)
+        finally:
+            shutil.rmtree(build, ignore_errors=True)
+    return tarball
+
+
+def _make_tls(directory: Path) -> None:
+    """A CA and a broker certificate for 127.0.0.1, valid for two days."""
+    directory.mkdir()
+
+    def ssl(*args: str) -> None:
+        result = _run(["openssl", *args], 60, cwd=directory)
+        assert result.returncode == 0, result.stderr
+
+    (directory / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    ssl(
+        "req",
+        "-x509",
+        *ec,
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=ci-ca",
+    )
+    ssl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1")
+    ssl(
+        "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.cnf",
+    )  # fmt: skip
+
+
+class SecureBroker:
+    """Mosquitto with two loopback listeners: TLS + password for the device (as in the
+    field), plain and anonymous for the test's recorder. A chroot shares the host's network,
+    so the daemon inside reaches it on 127.0.0.1."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.plain_port = free_port()
+        self.tls_port = free_port()
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        _make_tls(self.root / "tls")
+        passwd = self.root / "passwd"
+        made = _run(["mosquitto_passwd", "-c", "-b", str(passwd), DEVICE, PASSWORD], 30)
+        assert made.returncode == 0, made.stderr
+        tls = self.root / "tls"
+        conf = self.root / "mosquitto.conf"
+        conf.write_text(
+            "user root\nper_listener_settings true\n"
+            f"listener {self.plain_port} 127.0.0.1\nallow_anonymous true\n"
+            f"listener {self.tls_port} 127.0.0.1\nallow_anonymous false\n"
+            f"password_file {passwd}\n"
+            f"cafile {tls / 'ca.pem'}\ncertfile {tls / 'server.pem'}\n"
+            f"keyfile {tls / 'server.key'}\n"
+        )
+        with (self.root / "mosquitto.log").open("ab") as log:
+            self._proc = subprocess.Popen(
+                ["mosquitto", "-c", str(conf)], stdout=log, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.plain_port), timeout=0.2).close()
+                socket.create_connection(("127.0.0.1", self.tls_port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("mosquitto did not start: " + self.log())
+
+    def log(self) -> str:
+        path = self.root / "mosquitto.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait(timeout=10)
+            self._proc = None
+
+
+@dataclass
+class Converged:
+    work: Path
+    root: Path
+    broker: SecureBroker
+    inventory: Path
+    runs: list[tuple[float, str]] = field(default_factory=list)  # (seconds, output) per run
+
+
+def _mount(*args: str) -> None:
+    result = _run(["mount", *args], 60)
+    assert result.returncode == 0, result.stderr
+
+
+def _umount_all(root: Path) -> None:
+    """Everything mounted under root, deepest first; lazily if something still holds it."""
+    mounts = [
+        line.split()[1]
+        for line in Path("/proc/mounts").read_text().splitlines()
+        if line.split()[1] == str(root) or line.split()[1].startswith(f"{root}/")
+    ]
+    for target in sorted(mounts, key=len, reverse=True):
+        if _run(["umount", target], 60).returncode != 0:
+            _run(["umount", "-l", target], 60)
+
+
+def _inventory(work: Path, root: Path, broker: SecureBroker, source: Path) -> Path:
+    inventory = {
+        "all": {
+            "children": {
+                "edge_tts": {
+                    "hosts": {
+                        str(root): {
+                            "ansible_connection": "community.general.chroot",
+                            "ansible_become": False,
+                            "edge_tts_device_id": DEVICE,
+                        }
+                    }
+                }
+            },
+            "vars": {
+                "edge_tts_broker_host": "127.0.0.1",
+                "edge_tts_broker_port": broker.tls_port,
+                "edge_tts_broker_username": DEVICE,
+                "edge_tts_broker_password": PASSWORD,
+                "edge_tts_broker_keepalive": 10,
+                "edge_tts_tls_enabled": True,
+                "edge_tts_tls_ca_src": str(broker.root / "tls" / "ca.pem"),
+                "edge_tts_audio": {"sink": "wav-dir", "wav_dir": "/var/lib/edge-tts/wav"},
+                "edge_tts_telemetry": {"interval": 5},
+                "edge_tts_source_dir": str(source),
+                "edge_tts_controller_python": sys.executable,
+                "edge_tts_artifact_dir": str(CACHE / "artifacts"),
+                # pip on the target: the shared cache, and the host's CA bundle (a CI behind a
+                # TLS-inspecting proxy; elsewhere it is just Debian's bundle).
+                "edge_tts_pip_environment": {
+                    "PIP_CACHE_DIR": "/var/cache/edge-tts-ci-pip",
+                    "PIP_CERT": "/var/cache/edge-tts-ci-ca/ca-certificates.crt",
+                },
+            },
+        }
+    }
+    path = work / "inventory.yml"
+    path.write_text(yaml.safe_dump(inventory))
+    return path
+
+
+def _playbook(inventory: Path, log: Path, *extra: str, ok: bool = True) -> tuple[float, str]:
+    start = time.monotonic()
+    result = _run(
+        [_tool("ansible-playbook"), "-i", str(inventory), *extra, "site.yml"],
+        PLAYBOOK_TIMEOUT_S,
+        cwd=DEPLOY,
+        # the slowest tasks, in the log
+        env=_ansible_env(ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_tasks"),
+    )
+    elapsed = time.monotonic() - start
+    output = result.stdout + result.stderr
+    with log.open("a") as f:
+        f.write(output)
+    assert (result.returncode == 0) == ok, output[-6000:]
+    return elapsed, output
+
+
+@pytest.fixture(scope="module")
+def converged() -> Iterator[Converged]:
+    _require_root_and_tools()
+    tarball = cached_root_tarball()
+    work = Path(tempfile.mkdtemp(prefix="ettsroot-"))  # short: the notify socket lives inside
+    root = work / "root"
+    root.mkdir()
+    broker = SecureBroker(work)
+    state = Converged(work, root, broker, work / "inventory.yml")
+    try:
+        unpacked = _run(["tar", "--zstd", "-xpf", str(tarball), "-C", str(root)], 600)
+        assert unpacked.returncode == 0, unpacked.stderr
+        root.chmod(0o755)
+        for cache, inside in (
+            (CACHE / "apt-archives", root / "var/cache/apt/archives"),
+            (CACHE / "pip", root / "var/cache/edge-tts-ci-pip"),
+        ):
+            (cache / "partial").mkdir(parents=True, exist_ok=True)
+            inside.mkdir(parents=True, exist_ok=True)
+        # /proc only: nothing needs /sys (and with it, onnxruntime crashed under qemu-arm64)
+        _mount("-t", "proc", "proc", str(root / "proc"))
+        _mount("--bind", str(CACHE / "apt-archives"), str(root / "var/cache/apt/archives"))
+        _mount("--bind", str(CACHE / "pip"), str(root / "var/cache/edge-tts-ci-pip"))
+        (root / "var/cache/edge-tts-ci-ca").mkdir(parents=True)
+        shutil.copy2("/etc/ssl/certs/ca-certificates.crt", root / "var/cache/edge-tts-ci-ca")
+        broker.start()
+        source = _snapshot_sources(work / "src")
+        _inventory(work, root, broker, source)
+        state.runs.append(_playbook(state.inventory, work / "ansible.log"))
+        state.runs.append(_playbook(state.inventory, work / "ansible.log"))
+        print(
+            f"\nconverge: first run {state.runs[0][0]:.0f} s, second run {state.runs[1][0]:.0f} s"
+        )
+        yield state
+    finally:
+        broker.stop()
+        _umount_all(root)
+        if os.environ.get("EDGE_TTS_CI_KEEP"):  # for a post-mortem: logs and the target root
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _recap(output: str) -> dict[str, int]:
+    match = re.search(r"ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", output)
+    assert match, output[-3000:]
+    return dict(
+        zip(("ok", "changed", "unreachable", "failed"), map(int, match.groups()), strict=True)
+    )
+
+
+def _chroot(root: Path, *cmd: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return _run(["chroot", str(root), *cmd], timeout, env=_ansible_env())
+
+
+@pytest.mark.slow
+def test_first_run_converges_and_the_second_changes_nothing(converged: Converged) -> None:
+    first, second = (_recap(output) for _, output in converged.runs)
+    assert first["failed"] == 0 and first["changed"] > 10
+    assert second == {**second, "changed": 0, "failed": 0, "unreachable": 0}, converged.runs[1][1]
+
+
+@pytest.mark.slow
+def test_a_dry_run_of_a_converged_device_reports_no_change(converged: Converged) -> None:
+    _, output = _playbook(converged.inventory, converged.work / "ansible.log", "--check", "--diff")
+    assert _recap(output)["changed"] == 0, output[-4000:]
+
+
+@pytest.mark.slow
+def test_installed_files_owners_and_modes(converged: Converged) -> None:
+    root = converged.root
+    passwd = {
+        line.split(":")[0]: line.split(":")
+        for line in (root / "etc/passwd").read_text().splitlines()
+    }
+    groups = {
+        line.split(":")[0]: line.split(":")
+        for line in (root / "etc/group").read_text().splitlines()
+    }
+    user = passwd["edge-tts"]
+    uid, gid = int(user[2]), int(user[3])
+    assert uid < 1000 and user[6] == "/usr/sbin/nologin" and user[5] == "/var/lib/edge-tts"
+    assert "edge-tts" in groups["audio"][3].split(",")
+
+    def check(path: str, mode: int, owner: int = 0, group: int = 0) -> None:
+        st = (root / path.lstrip("/")).stat()
+        assert (oct(st.st_mode & 0o7777), st.st_uid, st.st_gid) == (oct(mode), owner, group), path
+
+    check("/etc/edge-tts/edge-tts.yaml", 0o644)
+    check("/etc/edge-tts/credentials", 0o700)
+    check("/etc/edge-tts/credentials/mqtt-password", 0o600)
+    check("/etc/edge-tts/tls", 0o750, group=gid)
+    check("/etc/edge-tts/tls/ca.pem", 0o644, group=gid)
+    check("/etc/systemd/system/edge-ttsd.service", 0o644)
+    check("/var/lib/edge-tts", 0o700, uid, gid)
+    check("/var/lib/edge-tts/voices", 0o750, group=gid)
+    for suffix in ("", ".json", ".manifest.json"):
+        check(f"/var/lib/edge-tts/voices/en_US-joe-medium.int8.onnx{suffix}", 0o640, group=gid)
+    check("/opt/edge-tts/venv/bin/edge-ttsd", 0o755)
+    assert (root / "etc/edge-tts/credentials/mqtt-password").read_text() == PASSWORD
+    config = yaml.safe_load((root / "etc/edge-tts/edge-tts.yaml").read_text())
+    assert "password" not in json.dumps(config)
+    assert config["device_id"] == DEVICE
+    assert config["broker"]["tls"]["ca_file"] == "/etc/edge-tts/tls/ca.pem"
+    manifest = json.loads(
+        (root / "var/lib/edge-tts/voices/en_US-joe-medium.int8.onnx.manifest.json").read_text()
+    )
+    assert config["voices"]["default"]["sha256"] == manifest["sha256"]
+    assert (root / "etc/systemd/system/edge-ttsd.service").read_bytes() == (
+        REPO / "systemd/edge-ttsd.service"
+    ).read_bytes()
+    wants = root / "etc/systemd/system/multi-user.target.wants/edge-ttsd.service"
+    assert wants.is_symlink(), "the unit is not enabled"
+
+
+@pytest.mark.slow
+def test_venv_imports_the_package(converged: Converged) -> None:
+    result = _chroot(
+        converged.root,
+        "/opt/edge-tts/venv/bin/python",
+        "-c",
+        "import importlib.metadata as m, edge_tts, onnxruntime, sounddevice, systemd.journal;"
+        "print(edge_tts.__file__, m.version('edge-tts-daemon'), onnxruntime.__version__,"
+        " m.version('numpy'))",
+    )
+    assert result.returncode == 0, result.stderr
+    where, version, onnxruntime, numpy = result.stdout.split()
+    assert where.startswith("/opt/edge-tts/venv/lib/")
+    assert "+src." in version
+    # the constraints: the device runs what the controller quantized and tested with
+    assert (onnxruntime, numpy) == (metadata.version("onnxruntime"), metadata.version("numpy"))
+
+
+@pytest.mark.slow
+def test_installed_unit_passes_systemd_analyze_verify(converged: Converged) -> None:
+    result = _chroot(
+        converged.root, "systemd-analyze", "verify", "/etc/systemd/system/edge-ttsd.service"
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "edge-ttsd" not in output, output
+
+
+@pytest.mark.slow
+def test_installed_daemon_answers_say_with_audio(converged: Converged) -> None:
+    """ExecStart= as systemd would run it: user edge-tts, $STATE_DIRECTORY,
+    $CREDENTIALS_DIRECTORY (the broker password), a read-only root, the seccomp filters,
+    Type=notify; then the rollout gate sees it online, and offline after SIGTERM."""
+    root, broker = converged.root, converged.broker
+    run_dir = root / "run/edge-tts-ci"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    notify = NotifySocket(run_dir / "notify.sock")
+    (run_dir / "notify.sock").chmod(0o777)  # the daemon runs as edge-tts
+    recorder = Recorder(broker.plain_port, ["edge-tts/#"])
+    log = converged.work / "daemon.log"
+    command = [
+        sys.executable,
+        str(REPO / "systemd/run_sandboxed.py"),
+        "--root",
+        str(root),
+        "--unit",
+        str(root / "etc/systemd/system/edge-ttsd.service"),
+        "--env=NOTIFY_SOCKET=/run/edge-tts-ci/notify.sock",
+        "--env=PYTHONUNBUFFERED=1",
+    ]
+    with log.open("ab") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        try:
+            notify.wait_for("READY=1", timeout=120)
+        except AssertionError as err:
+            raise AssertionError(f"{err}\n{log.read_text()[-4000:]}\n{broker.log()}") from None
+        recorder.publish(f"edge-tts/{DEVICE}/say", json.dumps({"text": "Fleet check.", "id": "c1"}))
+        finished = recorder.wait_event(f"edge-tts/{DEVICE}/events", "finished", "c1", timeout=90)
+        _check_wav(root / "var/lib/edge-tts/wav/c1.wav", finished["audio_ms"])
+        _check_resources(proc.pid, root)
+
+        gate = [
+            "/opt/edge-tts/venv/bin/python",
+            "/opt/edge-tts/bin/edge-tts-wait-online.py",
+            "--password-file",
+            "/etc/edge-tts/credentials/mqtt-password",
+        ]
+        online = _chroot(root, *gate, "--timeout", "30", timeout=60)
+        assert online.returncode == 0, online.stdout + online.stderr
+        (run_dir / "wrong-password").write_text("not-the-password")
+        wrong = [*gate[:2], "--password-file", "/run/edge-tts-ci/wrong-password"]
+        refused = _chroot(root, *wrong, "--timeout", "30", timeout=60)
+        assert refused.returncode == 2 and "refused the login" in refused.stderr
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0, log.read_text()[-3000:]
+        assert "STOPPING=1" in notify.lines()
+        offline = _chroot(root, *gate, "--timeout", "3", timeout=60)
+        assert offline.returncode == 1 and "last value: offline" in offline.stderr
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        recorder.close()
+        notify.close()
+    assert "Traceback" not in log.read_text()
+
+
+def _check_resources(pid: int, root: Path) -> None:
+    """Who runs, and that MemoryHigh= and TasksMax= leave room."""
+    status = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    uid = int(status["Uid"].split()[0])
+    assert uid != 0, "the daemon runs as root"
+    assert status["CapEff"].strip() == "0000000000000000"
+    assert status["NoNewPrivs"].strip() == "1"
+    assert int(status["Seccomp"].strip()) == 2
+    unit = (root / "etc/systemd/system/edge-ttsd.service").read_text()
+    high = int(_setting(unit, r"MemoryHigh=(\d+)M"))
+    tasks = int(_setting(unit, r"TasksMax=(\d+)"))
+    peak_mb = int(status["VmHWM"].split()[0]) / 1024
+    threads = int(status["Threads"])
+    print(f"daemon: peak RSS {peak_mb:.0f} MB (MemoryHigh {high} MB), {threads} threads")
+    assert peak_mb < high * 0.8
+    assert threads < tasks / 2
+
+
+def _setting(unit: str, pattern: str) -> str:
+    match = re.search(f"^{pattern}$", unit, re.MULTILINE)
+    assert match, pattern
+    return match.group(1)
+
+
+def _check_wav(path: Path, audio_ms: int) -> None:
+    assert path.is_file(), f"no {path}"
+    with wave.open(str(path)) as wav:
+        rate, frames = wav.getframerate(), wav.readframes(wav.getnframes())
+    samples = np.frombuffer(frames, dtype="<i2")
+    assert abs(len(samples) / rate * 1000 - audio_ms) < 200
+    assert int(np.abs(samples.astype(np.int32)).max()) > 1000, "silence"
+
+
+def _installed_version(root: Path) -> str:
+    result = _chroot(
+        root,
+        "/opt/edge-tts/venv/bin/python",
+        "-c",
+        "import importlib.metadata as m; print(m.version('edge-tts-daemon'))",
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+@pytest.mark.slow
+def test_a_new_build_rolls_out_and_the_previous_wheel_rolls_back(
+    converged: Converged, tmp_path: Path
+) -> None:
+    """docs/fleet.md's roll back: the controller keeps every wheel it built, and
+    -e edge_tts_wheel=<a previous one> puts that build back."""
+    log = converged.work / "ansible.log"
+    before = _installed_version(converged.root)
+    previous = CACHE / "artifacts" / "wheels" / f"edge_tts_daemon-{before}-py3-none-any.whl"
+    assert previous.is_file()
+    source = tmp_path / "src"
+    shutil.copytree(converged.work / "src", source)
+    with (source / "edge_tts" / "__init__.py").open("a") as f:
+        f.write("# a new release\n")
+    new = _build_wheel(source, tmp_path / "wheels")
+
+    _, output = _playbook(converged.inventory, log, "-e", f"edge_tts_wheel={new['wheel']}")
+    assert _recap(output)["changed"] > 0
+    assert _installed_version(converged.root) == new["version"] != before
+
+    _, output = _playbook(converged.inventory, log, "-e", f"edge_tts_wheel={previous}")
+    assert _recap(output)["changed"] > 0
+    assert _installed_version(converged.root) == before
+    wheels = sorted(p.name for p in (converged.root / "opt/edge-tts/wheels").iterdir())
+    assert wheels == [previous.name, f"{previous.name}.constraints.txt"]
+
+
+@pytest.mark.slow
+def test_a_voice_that_differs_from_its_pin_stops_the_rollout_on_the_controller(
+    converged: Converged,
+) -> None:
+    voices = {
+        "default": {
+            "file": "en_US-joe-medium.int8.onnx",
+            "src_dir": str(CACHE / "artifacts" / "voices"),
+            "sha256": "0" * 64,
+        }
+    }
+    model = converged.root / "var/lib/edge-tts/voices/en_US-joe-medium.int8.onnx"
+    before = model.stat().st_mtime_ns
+    _, output = _playbook(
+        converged.inventory,
+        converged.work / "ansible.log",
+        "-e",
+        json.dumps({"edge_tts_voices": voices}),
+        ok=False,
+    )
+    assert f"expected {'0' * 64}" in output
+    assert "Install python3 when" not in output and "Install the system packages" not in output
+    assert model.stat().st_mtime_ns == before
