@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import threading
 from collections.abc import Callable, Mapping
+
+from .periodic import Periodic
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -95,26 +96,19 @@ class HealthTick:
         interval: float,
         status: Callable[[], str] | None = None,
     ) -> None:
-        if interval <= 0:
-            raise ValueError(f"interval must be positive, got {interval}")
         self._notifier = notifier
         self._checks = dict(checks)
-        self._interval = interval
         self._status = status
         self._last_status: str | None = None
         self.last_failures: tuple[str, ...] = ()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="health", daemon=True)
+        # Ticks at once, so the first ping comes well inside WatchdogSec= after READY.
+        self._loop = Periodic("health", interval, self.tick, at_start=True)
 
     def start(self) -> None:
-        self._thread.start()
+        self._loop.start()
 
     def stop(self, timeout: float = 5) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                _LOGGER.warning("health thread did not stop within %.1f s", timeout)
+        self._loop.stop(timeout)
 
     def tick(self) -> tuple[str, ...]:
         """Run every check once, ping or report; returns the names that failed."""
@@ -131,16 +125,6 @@ class HealthTick:
                 # No summary callback: still clear our stale "degraded" line after recovery.
                 self._set_status("healthy")
         return failures
-
-    def _run(self) -> None:
-        # Tick at once so the first ping comes well inside WatchdogSec= after READY.
-        while True:
-            try:
-                self.tick()
-            except Exception:
-                _LOGGER.exception("health tick failed")
-            if self._stop.wait(self._interval):
-                return
 
     def _passes(self, name: str) -> bool:
         try:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import psutil
 
+from .periodic import Periodic
+
 _LOGGER = logging.getLogger(__name__)
 
 #: Raspberry Pi OS exposes the SoC sensor here, in millidegrees Celsius.
@@ -218,25 +220,17 @@ class TelemetryPublisher:
         gauges: Callable[[], Mapping[str, object]],
         publish: Callable[[dict[str, object]], None],
     ) -> None:
-        if interval <= 0:
-            raise ValueError(f"interval must be positive, got {interval}")
         self._telemetry = telemetry
-        self._interval = interval
         self._gauges = gauges
         self._publish = publish
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="telemetry", daemon=True)
         self._failing = False
+        self._loop = Periodic("telemetry", interval, self.publish_once)
 
     def start(self) -> None:
-        self._thread.start()
+        self._loop.start()
 
     def stop(self, timeout: float = 5) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                _LOGGER.warning("telemetry thread did not stop within %.1f s", timeout)
+        self._loop.stop(timeout)
 
     def publish_once(self) -> bool:
         """One snapshot and publish; never raises, so the loop (or a final flush) survives."""
@@ -249,10 +243,6 @@ class TelemetryPublisher:
             _LOGGER.info("telemetry publishing works again")
         self._failing = False
         return True
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            self.publish_once()
 
     def _log_failure(self) -> None:
         # A full traceback once per failure streak; a broker outage must not flood the journal.
