@@ -51,18 +51,10 @@ class Broker:
             f"persistence true\npersistence_location {self.root}/\n"
             "autosave_interval 1\nmax_queued_messages 1000\n"
         )
-        with (self.root / "mosquitto.log").open("ab") as log:
-            self._proc = subprocess.Popen(
-                ["mosquitto", "-c", str(conf)], stdout=log, stderr=subprocess.STDOUT
-            )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("mosquitto did not start: " + self.log())
+        self._proc = start_mosquitto(self.root, conf, [self.port])
+
+    def log(self) -> str:
+        return mosquitto_log(self.root)
 
     def stop(self) -> None:
         if self._proc is not None:
@@ -70,9 +62,30 @@ class Broker:
             self._proc.wait(timeout=10)
             self._proc = None
 
-    def log(self) -> str:
-        path = self.root / "mosquitto.log"
-        return path.read_text(errors="replace") if path.exists() else ""
+
+def start_mosquitto(root: Path, conf: Path, ports: list[int]) -> subprocess.Popen[bytes]:
+    """Start Mosquitto with `conf`, logging to root/mosquitto.log; return once every port
+    accepts connections."""
+    with (root / "mosquitto.log").open("ab") as log:
+        proc = subprocess.Popen(
+            ["mosquitto", "-c", str(conf)], stdout=log, stderr=subprocess.STDOUT
+        )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            for port in ports:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    proc.wait(5)
+    raise RuntimeError("mosquitto did not start: " + mosquitto_log(root))
+
+
+def mosquitto_log(root: Path) -> str:
+    path = root / "mosquitto.log"
+    return path.read_text(errors="replace") if path.exists() else ""
 
 
 class Recorder:

@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,7 +37,7 @@ import numpy as np
 import pytest
 import yaml
 
-from .broker import Recorder, free_port
+from .broker import Recorder, free_port, make_tls_material, mosquitto_log, start_mosquitto
 from .daemon_proc import NotifySocket
 
 REPO = Path(__file__).resolve().parents[1]
@@ -276,36 +275,6 @@ def cached_root_tarball() -> Path:
     return tarball
 
 
-def _make_tls(directory: Path) -> None:
-    """A CA and a broker certificate for 127.0.0.1, valid for two days."""
-    directory.mkdir()
-
-    def ssl(*args: str) -> None:
-        result = _run(["openssl", *args], 60, cwd=directory)
-        assert result.returncode == 0, result.stderr
-
-    (directory / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    ssl(
-        "req",
-        "-x509",
-        *ec,
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=ci-ca",
-    )
-    ssl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1")
-    ssl(
-        "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-        "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.cnf",
-    )  # fmt: skip
-
-
 class SecureBroker:
     """Mosquitto with two loopback listeners: TLS + password for the device (as in the
     field), plain and anonymous for the test's recorder. A chroot shares the host's network,
@@ -318,37 +287,24 @@ class SecureBroker:
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        _make_tls(self.root / "tls")
+        tls = self.root / "tls"
+        tls.mkdir()
+        ca, cert, key = make_tls_material(tls)
         passwd = self.root / "passwd"
         made = _run(["mosquitto_passwd", "-c", "-b", str(passwd), DEVICE, PASSWORD], 30)
         assert made.returncode == 0, made.stderr
-        tls = self.root / "tls"
         conf = self.root / "mosquitto.conf"
         conf.write_text(
             "user root\nper_listener_settings true\n"
             f"listener {self.plain_port} 127.0.0.1\nallow_anonymous true\n"
             f"listener {self.tls_port} 127.0.0.1\nallow_anonymous false\n"
             f"password_file {passwd}\n"
-            f"cafile {tls / 'ca.pem'}\ncertfile {tls / 'server.pem'}\n"
-            f"keyfile {tls / 'server.key'}\n"
+            f"cafile {ca}\ncertfile {cert}\nkeyfile {key}\n"
         )
-        with (self.root / "mosquitto.log").open("ab") as log:
-            self._proc = subprocess.Popen(
-                ["mosquitto", "-c", str(conf)], stdout=log, stderr=subprocess.STDOUT
-            )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.plain_port), timeout=0.2).close()
-                socket.create_connection(("127.0.0.1", self.tls_port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("mosquitto did not start: " + self.log())
+        self._proc = start_mosquitto(self.root, conf, [self.plain_port, self.tls_port])
 
     def log(self) -> str:
-        path = self.root / "mosquitto.log"
-        return path.read_text(errors="replace") if path.exists() else ""
+        return mosquitto_log(self.root)
 
     def stop(self) -> None:
         if self._proc is not None:
