@@ -174,7 +174,7 @@ class Pipeline:
                 full = False
                 job.seq = next(self._seq)
                 heapq.heappush(self._queue, job)
-                position = sorted(self._queue).index(job)
+                position = sum(1 for other in self._queue if other < job)
                 self._maybe_interrupt(job)
                 self._cond.notify_all()
         if full:

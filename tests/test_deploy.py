@@ -37,7 +37,7 @@ import numpy as np
 import pytest
 import yaml
 
-from .broker import Recorder, free_port, make_tls_material, mosquitto_log, start_mosquitto
+from .broker import Broker, Recorder, free_port, make_tls_material, start_mosquitto
 from .daemon_proc import NotifySocket
 
 REPO = Path(__file__).resolve().parents[1]
@@ -275,16 +275,15 @@ def cached_root_tarball() -> Path:
     return tarball
 
 
-class SecureBroker:
+class SecureBroker(Broker):
     """Mosquitto with two loopback listeners: TLS + password for the device (as in the
     field), plain and anonymous for the test's recorder. A chroot shares the host's network,
     so the daemon inside reaches it on 127.0.0.1."""
 
     def __init__(self, root: Path):
-        self.root = root
+        super().__init__(root)
         self.plain_port = free_port()
         self.tls_port = free_port()
-        self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         tls = self.root / "tls"
@@ -303,14 +302,7 @@ class SecureBroker:
         )
         self._proc = start_mosquitto(self.root, conf, [self.plain_port, self.tls_port])
 
-    def log(self) -> str:
-        return mosquitto_log(self.root)
-
-    def stop(self) -> None:
-        if self._proc is not None:
-            self._proc.terminate()
-            self._proc.wait(timeout=10)
-            self._proc = None
+    # log() and stop() are Broker's.
 
 
 @dataclass
