@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import queue
 import threading
 import time
 from dataclasses import dataclass, field
@@ -20,11 +21,10 @@ import numpy as np
 from .dedupe import PlayedStore
 from .messages import SayRequest
 from .player import AudioOutput, AudioUnavailableError, Utterance
-from .synthesis import SpeechOptions, trim_leading_silence
+from .synthesis import SpeechOptions, render
 from .telemetry import Telemetry
 from .text import EmptyTextError, prepare
-from .voice.model import Voice, to_pcm16
-from .voice.phonemize import text_to_ids
+from .voice.model import Voice
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -46,9 +46,11 @@ class Reporter(Protocol):
 
 @dataclass
 class Chunk:
+    """One text chunk; its audio arrives in pieces while the decoder works through it."""
+
     text: str
-    ready: threading.Event = field(default_factory=threading.Event)
-    pcm: np.ndarray | None = None
+    pieces: queue.SimpleQueue[np.ndarray | None] = field(default_factory=queue.SimpleQueue)
+    ready: threading.Event = field(default_factory=threading.Event)  # first piece, or error
     error: str | None = None
     taken: bool = False  # a worker has it
     synth_seconds: float = 0.0
@@ -283,19 +285,16 @@ class Pipeline:
         chunk = job.chunks[index]
         started = time.monotonic()
         try:
-            pieces = [
-                job.voice.synthesize(ids, job.options.params())
-                for ids in text_to_ids(chunk.text, job.voice.config)
-            ]
-            audio = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
-            if index == 0:
-                audio = trim_leading_silence(audio, job.voice.sample_rate)
-            audio = resample(audio, job.voice.sample_rate, self.output_rate)
-            chunk.pcm = to_pcm16(audio, job.options.volume)
+            for pcm in render(job.voice, chunk.text, job.options, index == 0, self.output_rate):
+                chunk.pieces.put(pcm)
+                chunk.ready.set()
+                if job.cancel.is_set():
+                    break  # interrupted or shutting down: the rest would not be played
         except Exception as err:  # a broken voice must not kill the worker
             _LOGGER.exception("Synthesis of %s chunk %d failed", job.request.id, index)
             chunk.error = f"synthesis failed: {err}"
         chunk.synth_seconds = time.monotonic() - started
+        chunk.pieces.put(None)
         chunk.ready.set()
 
     # --- playback ----------------------------------------------------------------------
@@ -348,20 +347,37 @@ class Pipeline:
         self._play_chunks(job)
 
     def _play_chunks(self, job: Job) -> None:
-        assert job.chunks is not None and job.utterance is not None
+        assert job.chunks is not None
         for chunk in job.chunks:
-            if not self._wait(chunk.ready, job) or chunk.pcm is None:
+            if not self._play_chunk(job, chunk):
                 break
-            if job.played_chunks == 0:
-                self.reporter.started(job)
-            if not self.output.write(job.utterance, chunk.pcm, job.cancel):
-                break
-            job.audio_seconds += len(chunk.pcm) / self.output_rate
             job.played_chunks += 1
-            chunk.pcm = None  # release per-request buffers as soon as they are in the ring
             with self._cond:
                 self._cond.notify_all()
         self._conclude(job)
+
+    def _play_chunk(self, job: Job, chunk: Chunk) -> bool:
+        """Write a chunk's pieces as they come; False when playback must stop."""
+        assert job.utterance is not None
+        if not self._wait(chunk.ready, job):
+            return False
+        while True:
+            pcm = self._next_piece(chunk, job)
+            if pcm is None:
+                return chunk.error is None and not job.cancel.is_set() and not self._stop.is_set()
+            if job.audio_seconds == 0.0:
+                self.reporter.started(job)
+            if not self.output.write(job.utterance, pcm, job.cancel):
+                return False
+            job.audio_seconds += len(pcm) / self.output_rate
+
+    def _next_piece(self, chunk: Chunk, job: Job) -> np.ndarray | None:
+        while not (self._stop.is_set() or job.cancel.is_set()):
+            try:
+                return chunk.pieces.get(timeout=0.1)
+            except queue.Empty:
+                continue
+        return None
 
     def _conclude(self, job: Job) -> None:
         assert job.chunks is not None and job.utterance is not None
@@ -385,13 +401,3 @@ class Pipeline:
             if self._stop.is_set() or (job is not None and job.cancel.is_set()):
                 return False
         return True
-
-
-def resample(audio: np.ndarray, rate: int, target: int) -> np.ndarray:
-    """Linear resampling: enough for speech when a voice's rate differs from the output's."""
-    if rate == target or audio.size == 0:
-        return audio
-    n = round(audio.size * target / rate)
-    positions = np.linspace(0, audio.size - 1, n)
-    resampled: np.ndarray = np.interp(positions, np.arange(audio.size), audio)
-    return resampled.astype(np.float32)

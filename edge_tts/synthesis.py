@@ -1,6 +1,7 @@
-"""Text → audio chunks: front-end chunks, phoneme ids, one voice inference per chunk.
+"""Text → audio: front-end chunks, phoneme ids, then the voice's decoded pieces.
 
-Chunks are produced lazily so a caller can play the first while the next is synthesized.
+Audio is produced lazily, piece by piece, so a caller plays the first while the rest is
+synthesized.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .text import EmptyTextError, prepare
-from .voice.model import SynthesisParams, Voice, to_pcm16
+from .voice.model import FIRST_WINDOW_FRAMES, SynthesisParams, Voice, to_pcm16
 from .voice.phonemize import text_to_ids
 
 
@@ -65,22 +66,49 @@ class Synthesizer:
         )
 
     def chunks(self, text: str, options: SpeechOptions | None = None) -> Iterator[AudioChunk]:
+        """Audio in playing order, as soon as each piece is decoded."""
         options = options or SpeechOptions()
-        params = options.params()
         self.voice.speaker_id(options.speaker)  # a bad speaker fails before any audio
         produced = False
-        for piece in self.plan(text):
-            for ids in text_to_ids(piece, self.voice.config):
-                started = time.monotonic()
-                audio = self.voice.synthesize(ids, params)
-                if not produced:
-                    audio = trim_leading_silence(audio, self.voice.sample_rate)
-                pcm = to_pcm16(audio, options.volume)
-                elapsed = time.monotonic() - started
+        for index, piece in enumerate(self.plan(text)):
+            started = time.monotonic()
+            for pcm in render(self.voice, piece, options, first=index == 0):
                 produced = True
-                yield AudioChunk(piece, pcm, self.voice.sample_rate, elapsed)
+                yield AudioChunk(piece, pcm, self.voice.sample_rate, time.monotonic() - started)
+                started = time.monotonic()
         if not produced:
             raise EmptyTextError(f"nothing speakable in {text[:40]!r}")
+
+
+def render(
+    voice: Voice, text: str, options: SpeechOptions, first: bool, rate: int | None = None
+) -> Iterator[np.ndarray]:
+    """One normalized text chunk → int16 pieces at `rate` (default: the voice's).
+
+    The first chunk of an utterance starts with a short decoder window and loses its
+    leading silence: both are about how soon the listener hears something.
+    """
+    params = options.params()
+    opening = first
+    for ids in text_to_ids(text, voice.config):
+        first_frames = FIRST_WINDOW_FRAMES if opening else None
+        for audio in voice.stream(ids, params, first_frames):
+            if opening:
+                audio = trim_leading_silence(audio, voice.sample_rate)
+                opening = False
+            yield to_pcm16(
+                resample(audio, voice.sample_rate, rate or voice.sample_rate), options.volume
+            )
+
+
+def resample(audio: np.ndarray, rate: int, target: int) -> np.ndarray:
+    """Linear resampling: enough for speech when a voice's rate differs from the output's."""
+    if rate == target or audio.size == 0:
+        return audio
+    n = round(audio.size * target / rate)
+    positions = np.linspace(0, audio.size - 1, n)
+    resampled: np.ndarray = np.interp(positions, np.arange(audio.size), audio)
+    return resampled.astype(np.float32)
 
 
 # VITS output starts with ~50 ms of near-silence: time the listener waits for nothing.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,6 +45,17 @@ class FakeVoice:
             self.intervals.append((started, time.monotonic()))
         t = np.arange(len(ids) * 220) / 22050
         return (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+
+    def stream(
+        self, ids: list[int], params: SynthesisParams | None = None, first_frames: int | None = None
+    ) -> Iterator[np.ndarray]:
+        """Like the real voice: a short first piece when asked for one, then the rest."""
+        audio = self.synthesize(ids, params)
+        first = 2205 if first_frames else 0
+        if 0 < first < len(audio):
+            yield audio[:first]
+            audio = audio[first:]
+        yield audio
 
 
 @dataclass

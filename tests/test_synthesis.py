@@ -10,13 +10,20 @@ from edge_tts.text import EmptyTextError
 from edge_tts.voice.model import Voice, to_pcm16
 
 
-def test_pcm16_scales_down_instead_of_clipping() -> None:
-    loud = np.array([0.0, 0.5, -1.6, 1.2], dtype=np.float32)
-    pcm = to_pcm16(loud, volume=1.0)
-    assert pcm.dtype == np.int16
-    assert int(np.max(np.abs(pcm.astype(np.int32)))) < 32767
-    # shape preserved: no flat-topped peaks, ratios kept
-    assert pcm[2] / pcm[3] == pytest.approx(-1.6 / 1.2, rel=1e-3)
+def test_pcm16_bends_peaks_instead_of_clipping() -> None:
+    loud = np.array([0.0, 0.5, -1.6, 1.2, 1.1, 3.0], dtype=np.float32)
+    pcm = to_pcm16(loud, volume=1.0).astype(np.int32)
+    assert int(np.max(np.abs(pcm))) < 32767
+    assert pcm[1] == 16384  # below the knee: untouched
+    # order kept: no flat-topped peaks
+    assert pcm[5] > pcm[3] > pcm[4] > pcm[1] and pcm[2] == -int(np.rint(-to_pcm16(loud[2:3])[0]))
+
+
+def test_pcm16_is_memoryless_so_pieces_join_seamlessly() -> None:
+    audio = np.sin(np.linspace(0, 60, 5000, dtype=np.float32)) * np.float32(1.3)
+    whole = to_pcm16(audio, volume=1.5)
+    pieces = np.concatenate([to_pcm16(part, volume=1.5) for part in np.array_split(audio, 7)])
+    assert np.array_equal(whole, pieces)
 
 
 def test_pcm16_volume_applies_when_there_is_headroom() -> None:

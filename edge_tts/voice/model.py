@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import gc
 import json
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import onnxruntime
@@ -14,11 +19,14 @@ from piper.config import PiperConfig
 
 from .files import VoiceFiles
 from .integrity import read_verified
+from .split import SplitModel, split_at_decoder
 
 _LOGGER = logging.getLogger(__name__)
 
-# Headroom below full scale so a peak never lands on the int16 rail.
+# Headroom below full scale so a peak never lands on the int16 rail; the limiter is linear
+# up to the knee (VITS speech rarely goes above it at volume 1).
 _PEAK = 0.98
+_KNEE = 0.8
 
 
 class VoiceConfigError(ValueError):
@@ -52,12 +60,21 @@ def session_options(threads: int) -> onnxruntime.SessionOptions:
     # Memory patterns are planned per input shape, and every sentence has a new length:
     # with them on, peak RSS over the corpus was ~40 MB higher at no measurable speed gain.
     options.enable_mem_pattern = False
+    # Spinning workers of one session steal the two cores from the other's (encoder and
+    # decoder are separate sessions): measured 23 -> 9 ms for a first decoder window.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3  # onnxruntime's warnings about unused initializers are noise
     return options
 
 
+# Decoder windows (latent frames; 256 samples = 11.6 ms each for the usual voices).
+FIRST_WINDOW_FRAMES = 16  # the first sound: ~190 ms of audio, decoded in ~10 ms here
+MAX_WINDOW_FRAMES = 192  # bounds the decoder's working memory (~45 MB) whatever the length
+DECODE_SHARE = 0.5  # a window may take at most this share of the audio already buffered
+
+
 class Voice:
-    """Thread-safe: `synthesize` may be called from several workers at once."""
+    """Thread-safe: `synthesize` and `stream` may be called from several workers at once."""
 
     def __init__(self, files: VoiceFiles, pinned_sha256: str | None = None, threads: int = 2):
         self.files = files
@@ -65,7 +82,7 @@ class Voice:
         self._pinned = pinned_sha256
         self._threads = threads
         self._lock = threading.Lock()
-        self._session: onnxruntime.InferenceSession | None = None
+        self._engine: _Engine | None = None
         self.sha256: str | None = None
         self.load_seconds: float | None = None
 
@@ -79,40 +96,64 @@ class Voice:
 
     @property
     def loaded(self) -> bool:
-        return self._session is not None
+        return self._engine is not None
+
+    @property
+    def windowed(self) -> bool:
+        """Whether the decoder runs on windows (first audio before the sentence is done)."""
+        return isinstance(self._get_engine(), _WindowedEngine)
 
     def load(self) -> None:
-        """Verify and create the session once; later calls return at once."""
-        self._get_session()
+        """Verify and create the sessions once; later calls return at once."""
+        self._get_engine()
 
     def warm_up(self) -> None:
-        """First run allocates onnxruntime's arenas; pay that before the first request."""
+        """First runs size onnxruntime's arenas; pay that before the first request."""
+        engine = self._get_engine()
         self.synthesize([*self.config.phoneme_id_map["^"], *self.config.phoneme_id_map["$"]])
+        engine.warm_up()
 
-    def _get_session(self) -> onnxruntime.InferenceSession:
-        session = self._session
-        if session is not None:
-            return session
+    def _get_engine(self) -> _Engine:
+        engine = self._engine
+        if engine is not None:
+            return engine
         with self._lock:
-            if self._session is None:
-                self._session = self._create_session()
-            return self._session
+            if self._engine is None:
+                self._engine = self._create_engine()
+            return self._engine
 
-    def _create_session(self) -> onnxruntime.InferenceSession:
+    def _create_engine(self) -> _Engine:
         started = time.monotonic()
         verified = read_verified(
             self.files.model, pinned=self._pinned, builtin=self.files.builtin_digest
         )
         self.sha256 = verified.sha256
-        session = onnxruntime.InferenceSession(
-            verified.data,
-            sess_options=session_options(self._threads),
-            providers=["CPUExecutionProvider"],
-        )
-        del verified  # the session holds its own copy of the weights
+        engine = self._windowed_engine(verified.data) or _WholeEngine(self._session(verified.data))
+        del verified  # the sessions hold their own copies of the weights
+        release_free_memory()  # the split's parsed graphs and byte strings are garbage now
         self.load_seconds = time.monotonic() - started
-        _LOGGER.info("Loaded voice %s in %.2f s", self.name, self.load_seconds)
-        return session
+        _LOGGER.info(
+            "Loaded voice %s in %.2f s (%s)", self.name, self.load_seconds, engine.describe()
+        )
+        return engine
+
+    def _windowed_engine(self, data: bytes) -> _WindowedEngine | None:
+        halves = split_at_decoder(data)
+        if halves is None:
+            return None
+        decoder = self._session(halves.decoder)
+        probe = probe_decoder(decoder, halves)
+        if probe is None:
+            _LOGGER.info("Decoder's receptive field not measurable: whole-sentence decoding")
+            return None
+        context, hop = probe
+        encoder = self._session(halves.encoder)
+        return _WindowedEngine(encoder, decoder, halves, context, hop / self.sample_rate)
+
+    def _session(self, data: bytes) -> onnxruntime.InferenceSession:
+        return onnxruntime.InferenceSession(
+            data, sess_options=session_options(self._threads), providers=["CPUExecutionProvider"]
+        )
 
     def speaker_id(self, speaker: int | str | None) -> int | None:
         """Map a speaker name or number to the model's speaker id (None for one-speaker voices)."""
@@ -131,8 +172,23 @@ class Voice:
         known = ", ".join(sorted(self.config.speaker_id_map)[:10])
         raise ValueError(f"voice {self.name} has no speaker {speaker!r} (known: {known})")
 
+    def stream(
+        self, ids: list[int], params: SynthesisParams | None = None, first_frames: int | None = None
+    ) -> Iterator[np.ndarray]:
+        """Phoneme ids → float32 audio pieces at `sample_rate`, in order.
+
+        With `first_frames` the first piece is that many latent frames, decoded alone, so
+        a player can start while the rest is decoded; later pieces are as large as the
+        audio already made allows. Concatenated, the pieces equal whole-sentence output.
+        """
+        return self._get_engine().stream(self._feeds(ids, params), first_frames)
+
     def synthesize(self, ids: list[int], params: SynthesisParams | None = None) -> np.ndarray:
         """Phoneme ids → float32 audio at `sample_rate`."""
+        pieces = list(self.stream(ids, params))
+        return np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+
+    def _feeds(self, ids: list[int], params: SynthesisParams | None) -> dict[str, np.ndarray]:
         params = params or SynthesisParams()
         cfg = self.config
         scales = np.array(
@@ -143,7 +199,7 @@ class Voice:
             ],
             dtype=np.float32,
         )
-        feeds = {
+        feeds: dict[str, np.ndarray] = {
             "input": np.array([ids], dtype=np.int64),
             "input_lengths": np.array([len(ids)], dtype=np.int64),
             "scales": scales,
@@ -151,14 +207,164 @@ class Voice:
         sid = self.speaker_id(params.speaker)
         if sid is not None:
             feeds["sid"] = np.array([sid], dtype=np.int64)
-        output = self._get_session().run(None, feeds)[0]
-        return np.asarray(output, dtype=np.float32).reshape(-1)
+        return feeds
+
+
+class _Engine(Protocol):
+    def stream(
+        self, feeds: dict[str, np.ndarray], first_frames: int | None
+    ) -> Iterator[np.ndarray]: ...
+    def warm_up(self) -> None: ...
+    def describe(self) -> str: ...
+
+
+class _WholeEngine:
+    """A graph we cannot cut: one run per sentence."""
+
+    def __init__(self, session: onnxruntime.InferenceSession):
+        self._session = session
+
+    def stream(
+        self, feeds: dict[str, np.ndarray], first_frames: int | None
+    ) -> Iterator[np.ndarray]:
+        output = self._session.run(None, feeds)[0]
+        yield np.asarray(output, dtype=np.float32).reshape(-1)
+
+    def warm_up(self) -> None:
+        pass
+
+    def describe(self) -> str:
+        return "whole-sentence decoding"
+
+
+class _WindowedEngine:
+    """Encoder once per sentence, then the decoder on windows of latent frames.
+
+    Each window is decoded with `context` extra frames on both sides (the decoder's
+    receptive field, measured at load) that are cut off again, so the joined pieces equal
+    whole-sentence decoding. Decoder runs are serialized per voice: two at once would
+    double the decoder's memory and slow each other down on two cores, while a window is
+    short enough (tens of ms here) that the other synthesis hardly waits.
+    """
+
+    def __init__(
+        self,
+        encoder: onnxruntime.InferenceSession,
+        decoder: onnxruntime.InferenceSession,
+        halves: SplitModel,
+        context: int,
+        frame_seconds: float,
+    ):
+        self._encoder = encoder
+        self._decoder = decoder
+        self._latent = halves.latent
+        self._channels = halves.channels
+        self._decoder_inputs = halves.decoder_inputs
+        self._decode_lock = threading.Lock()
+        self.context = context
+        self.frame_seconds = frame_seconds
+
+    def describe(self) -> str:
+        return f"windowed decoding with {self.context} frames of context"
+
+    def warm_up(self) -> None:
+        """Size the decoder's arena for the largest window now, not during a request."""
+        latent = np.zeros((1, self._channels, MAX_WINDOW_FRAMES), np.float32)
+        self._decode(latent, 0, MAX_WINDOW_FRAMES, speaker_feeds(self._decoder_inputs))
+
+    def stream(
+        self, feeds: dict[str, np.ndarray], first_frames: int | None
+    ) -> Iterator[np.ndarray]:
+        latent = self._encoder.run(None, feeds)[0]
+        extra = {**speaker_feeds(self._decoder_inputs), **_pick(feeds, self._decoder_inputs)}
+        total = latent.shape[2]
+        start, size = 0, min(first_frames or MAX_WINDOW_FRAMES, MAX_WINDOW_FRAMES)
+        made_s, first_at = 0.0, 0.0
+        while start < total:
+            end = min(total, start + size)
+            if total - end < max(2 * self.context, size // 4):
+                end = total  # a tiny last window would cost more context than audio
+            audio, seconds_per_frame = self._decode(latent, start, end, extra)
+            yield audio
+            first_at = first_at or time.monotonic()
+            made_s += (end - start) * self.frame_seconds
+            buffered_s = made_s - (time.monotonic() - first_at)
+            size = self._next_size(buffered_s, seconds_per_frame, first_frames or 1)
+            start = end
+
+    def _next_size(self, buffered_s: float, seconds_per_frame: float, smallest: int) -> int:
+        """As many frames as can be decoded in DECODE_SHARE of the audio not yet played,
+        assuming it plays in real time: a slow board gets small windows, a fast one few."""
+        affordable = int(DECODE_SHARE * buffered_s / max(seconds_per_frame, 1e-6))
+        return max(smallest, min(MAX_WINDOW_FRAMES, affordable - 2 * self.context))
+
+    def _decode(
+        self, latent: np.ndarray, start: int, end: int, extra: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, float]:
+        lo = max(0, start - self.context)
+        hi = min(latent.shape[2], end + self.context)
+        window = np.ascontiguousarray(latent[:, :, lo:hi])
+        with self._decode_lock:
+            began = time.monotonic()
+            output = self._decoder.run(None, {self._latent: window, **extra})[0]
+            elapsed = time.monotonic() - began
+        audio = np.asarray(output, dtype=np.float32).reshape(-1)
+        hop = audio.size // (hi - lo)
+        return audio[(start - lo) * hop : (end - lo) * hop].copy(), elapsed / (hi - lo)
+
+
+def _pick(feeds: dict[str, np.ndarray], names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    return {name: feeds[name] for name in names if name in feeds}
+
+
+def speaker_feeds(names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Placeholder speaker ids for decoder runs that are not a request's (probe, warm-up)."""
+    return {name: np.zeros(1, dtype=np.int64) for name in names}
+
+
+PROBE_FRAMES = 96
+
+
+def probe_decoder(
+    decoder: onnxruntime.InferenceSession, halves: SplitModel
+) -> tuple[int, int] | None:
+    """(context frames, samples per frame), measured: change the first latent frame and see
+    how far into the output the change reaches. None if it reaches (nearly) everywhere."""
+    extra = speaker_feeds(halves.decoder_inputs)
+    latent = np.random.default_rng(0).standard_normal((1, halves.channels, PROBE_FRAMES))
+    latent = latent.astype(np.float32)
+    base = decoder.run(None, {halves.latent: latent, **extra})[0].reshape(-1)
+    latent[:, :, 0] += 1.0
+    changed = decoder.run(None, {halves.latent: latent, **extra})[0].reshape(-1)
+    hop = base.size // PROBE_FRAMES
+    if hop < 1 or base.size != hop * PROBE_FRAMES:
+        return None
+    reach = np.flatnonzero(np.abs(changed - base) > 1e-6 * max(1.0, float(np.abs(base).max())))
+    frames = -(-(int(reach[-1]) + 1) // hop) if reach.size else 1
+    if frames > PROBE_FRAMES // 2:
+        return None
+    return frames + 1, hop  # one frame of margin: the float noise floor hides the faint tail
+
+
+def release_free_memory() -> None:
+    """Hand freed heap back to the OS (glibc keeps it otherwise; RSS would stay high)."""
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def to_pcm16(audio: np.ndarray, volume: float = 1.0) -> np.ndarray:
-    """float32 → int16, scaling down instead of clipping when a peak would overflow."""
-    gain = float(volume)
-    peak = float(np.max(np.abs(audio))) if audio.size else 0.0
-    if peak * gain > _PEAK:
-        gain = _PEAK / peak
-    return np.rint(audio * (gain * 32767.0)).astype(np.int16)
+    """float32 → int16; peaks above the knee are bent smoothly below full scale, never clipped.
+
+    Memoryless on purpose: the pieces of one sentence arrive separately, and a gain chosen
+    per piece would pump between them.
+    """
+    scaled = np.asarray(audio, dtype=np.float32) * np.float32(volume)
+    magnitude = np.abs(scaled)
+    over = magnitude > _KNEE
+    if np.any(over):
+        room = _PEAK - _KNEE
+        bent = _KNEE + room * np.tanh((magnitude[over] - _KNEE) / room)
+        scaled[over] = np.sign(scaled[over]) * bent
+    pcm: np.ndarray = np.rint(scaled * 32767.0).astype(np.int16)
+    return pcm
