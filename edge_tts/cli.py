@@ -107,12 +107,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .app import Daemon, StartupRefused
     from .config import ConfigError, load_settings
     from .voice.integrity import ModelIntegrityError
+    from .voice.model import share_runtime
 
     try:
         settings = load_settings(args.config, _overrides(args.set))
     except ConfigError as err:
         return _fail(EXIT_REFUSED, f"{args.config}: {err}")
     setup_logging("DEBUG" if args.verbose else settings.log_level)
+    share_runtime(settings.synthesis.threads)  # this process owns every session it runs
     try:
         return Daemon(settings).run()
     except (StartupRefused, ModelIntegrityError) as err:
@@ -154,13 +156,14 @@ def _cmd_say(args: argparse.Namespace) -> int:
     from .synthesis import SpeechOptions, Synthesizer
     from .voice import files
     from .voice.integrity import ModelIntegrityError
-    from .voice.model import Voice
+    from .voice.model import Voice, share_runtime
 
     text = sys.stdin.read() if args.text == "-" else args.text
     if not 0.1 <= args.speed <= 10 or not 0.0 <= args.volume <= 2.0:
         return _fail(EXIT_USAGE, "--speed must be within 0.1-10 and --volume within 0-2")
     try:
         sink: Sink = WavSink(args.out) if args.out else DeviceSink(_device(args.device))
+        share_runtime(args.threads)
         voice = Voice(files.resolve(args.voice), pinned_sha256=args.sha256, threads=args.threads)
         options = SpeechOptions(
             speaker=args.speaker,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -128,3 +130,38 @@ def test_verify_model_prints_digest(fp32_files: files.VoiceFiles) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[0] == files.PACKAGED_DIGESTS["en_US-joe-medium.onnx"]
     assert "pinned by builtin" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [("external", "external data"), ("garbage", "not a valid ONNX model")],
+)
+def test_voice_load_refuses_what_the_checker_refuses(
+    voice_copy: files.VoiceFiles, content: str, message: str
+) -> None:
+    """The daemon checks (and cuts) the hashed bytes in a child process: its refusals
+    still reach the caller as ModelIntegrityError, and nothing is loaded."""
+    if content == "external":
+        data = tiny_model(voice_copy.model, external=True)
+    else:
+        data = b"\x08\x07" + b"\xff" * 100
+        voice_copy.model.write_bytes(data)
+    voice = Voice(voice_copy, pinned_sha256=sha256_hex(data))
+    with pytest.raises(ModelIntegrityError, match=message):
+        voice.load()
+    assert not voice.loaded
+
+
+@pytest.mark.slow
+def test_loading_a_voice_keeps_onnx_out_of_the_process() -> None:
+    code = (
+        "import sys\n"
+        "from edge_tts.voice import files\n"
+        "from edge_tts.voice.model import Voice\n"
+        "voice = Voice(files.packaged_fp32())\n"
+        "voice.load()\n"
+        "assert voice.windowed\n"
+        "assert 'onnx' not in sys.modules, 'onnx imported'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

@@ -17,6 +17,7 @@ from edge_tts.voice.model import (
     MAX_WINDOW_FRAMES,
     SynthesisParams,
     Voice,
+    next_window,
     session_options,
 )
 from edge_tts.voice.phonemize import text_to_ids
@@ -97,9 +98,8 @@ def test_unrecognised_graph_decodes_whole_sentences(voice_copy: files.VoiceFiles
     for node in model.graph.node:
         if node.name == DECODER_FIRST_CONV:
             node.name = "renamed_conv"
-    data = model.SerializeToString()
-    assert split_at_decoder(data) is None
-    voice_copy.model.write_bytes(data)
+    assert split_at_decoder(model) is None
+    voice_copy.model.write_bytes(model.SerializeToString())
     voice = Voice(voice_copy)
     assert not voice.windowed
     pcm = np.concatenate([c.pcm for c in Synthesizer(voice).chunks("Door open.")])
@@ -151,3 +151,14 @@ def test_decoder_gets_the_speaker_id_of_multi_speaker_voices(voice_copy: files.V
         by_speaker.append(joined)
     assert voice.windowed
     assert not np.allclose(by_speaker[0], by_speaker[1])
+
+
+def test_windows_grow_with_the_audio_buffered_and_the_decoder_speed() -> None:
+    # this machine: ~0.3 ms per frame; 0.19 s buffered after the first window
+    assert next_window(0.19, 0.0003, 16, 11) == MAX_WINDOW_FRAMES
+    # a board ten times slower gets smaller windows, enough to stay ahead of playback
+    slow = next_window(0.19, 0.003, 16, 11)
+    assert 16 <= slow < MAX_WINDOW_FRAMES
+    assert (slow + 22) * 0.003 <= 0.19  # decoded before the buffered audio runs out
+    # behind already: the smallest window, never zero
+    assert next_window(-0.5, 0.003, 16, 11) == 16

@@ -12,9 +12,10 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import onnx
-from google.protobuf.message import DecodeError
+if TYPE_CHECKING:
+    import onnx
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -58,7 +59,15 @@ def manifest_digest(model_path: Path) -> str | None:
 def read_verified(
     path: Path, pinned: str | None = None, builtin: str | None = None
 ) -> VerifiedModel:
-    """Read a model once and check it against the pinned digest.
+    """Read a model once, check it against the pinned digest and that it is self-contained."""
+    verified = read_pinned(path, pinned, builtin)
+    parse_self_contained(path, verified.data)
+    return verified
+
+
+def read_pinned(path: Path, pinned: str | None = None, builtin: str | None = None) -> VerifiedModel:
+    """Read a model once and check it against the pinned digest (the caller must still run
+    `parse_self_contained` on the bytes before loading them).
 
     Precedence: a digest pinned in the config, then the model's manifest, then a digest
     the code knows for a packaged file. With none of them the model loads unverified
@@ -77,7 +86,6 @@ def read_verified(
         )
     if expected is None:
         _LOGGER.warning("Model %s is not pinned; loading unverified (sha256 %s)", path, actual)
-    reject_external_data(path, data)
     return VerifiedModel(path=path, data=data, sha256=actual, pinned_by=source)
 
 
@@ -92,8 +100,15 @@ def _expected_digest(path: Path, pinned: str | None, builtin: str | None) -> tup
     return None, "none"
 
 
-def reject_external_data(path: Path, data: bytes) -> None:
-    """Refuse models whose weights live in side files: those bytes would escape the hash."""
+def parse_self_contained(path: Path, data: bytes) -> onnx.ModelProto:
+    """Parse the model, refusing weights in side files: those bytes would escape the hash.
+
+    onnx is imported here, not at the top: the daemon parses in a child process
+    (voice/split.py) and never pays onnx's 12 MB.
+    """
+    import onnx
+    from google.protobuf.message import DecodeError
+
     try:
         model = onnx.load_model_from_string(data)  # from bytes: external data is never read
     except (DecodeError, ValueError) as err:
@@ -105,6 +120,7 @@ def reject_external_data(path: Path, data: bytes) -> None:
             raise ModelIntegrityError(
                 f"refusing to load {path}: tensor {tensor.name!r} references external data"
             )
+    return model
 
 
 def _all_tensors(graph: onnx.GraphProto) -> list[onnx.TensorProto]:

@@ -10,17 +10,28 @@ instead of growing with the sentence.
 
 from __future__ import annotations
 
+import json
 import logging
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-import onnx
-from onnx.utils import Extractor
+from .integrity import ModelIntegrityError, parse_self_contained
+
+if TYPE_CHECKING:
+    import onnx
 
 _LOGGER = logging.getLogger(__name__)
 
 DECODER_FIRST_CONV = "/dec/conv_pre/Conv"  # torch.onnx's scope name in every Piper export
-_QDQ = ("QuantizeLinear", "DequantizeLinear")
 SPEAKER_INPUTS = {"sid"}  # multi-speaker voices condition the decoder on the speaker
+_QDQ = ("QuantizeLinear", "DequantizeLinear")
+
+
+EXIT_REFUSED = 78  # the child's exit status for a model that must not be loaded
+SPLIT_TIMEOUT_S = 300
 
 
 @dataclass(frozen=True)
@@ -32,82 +43,197 @@ class SplitModel:
     decoder_inputs: tuple[str, ...]  # the voice's own inputs the decoder also reads
 
 
-def split_at_decoder(data: bytes) -> SplitModel | None:
-    """The two halves of a Piper voice, or None when the graph is not one we recognise."""
-    model = onnx.load_model_from_string(data)
-    graph = model.graph
-    producers = {out: node for node in graph.node for out in node.output}
-    conv = next((n for n in graph.node if n.name == DECODER_FIRST_CONV), None)
-    latent = _float_source(conv.input[0], producers) if conv and conv.input else None
-    channels = _input_channels(conv, graph, producers) if conv else None
-    if latent is None or latent not in producers or channels is None:
-        _LOGGER.info("No %s node: decoding whole sentences", DECODER_FIRST_CONV)
+def check_and_split(path: Path, data: bytes) -> SplitModel | None:
+    """Check a model's verified bytes (self-contained ONNX) and cut it, in a child process.
+
+    The child gets the bytes on stdin, not the path, so what it checks and cuts is what was
+    hashed. Doing this in a child keeps onnx (12 MB of imports) and the parsed graph out of
+    the daemon: its memory goes back to the system when the child exits.
+    """
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "edge_tts.voice.split", str(path)],
+            input=data,
+            capture_output=True,
+            timeout=SPLIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise ModelIntegrityError(f"could not check {path}: {err}") from err
+    error = proc.stderr.decode("utf-8", "replace").strip()
+    if proc.returncode == EXIT_REFUSED:
+        raise ModelIntegrityError(error.splitlines()[-1] if error else f"{path} refused")
+    if proc.returncode != 0:
+        raise ModelIntegrityError(f"could not check {path} (exit {proc.returncode}): {error}")
+    return _decode(proc.stdout)
+
+
+def _encode(halves: SplitModel | None) -> bytes:
+    if halves is None:
+        return b"null\n"
+    header = {
+        "latent": halves.latent,
+        "channels": halves.channels,
+        "decoder_inputs": list(halves.decoder_inputs),
+        "encoder_bytes": len(halves.encoder),
+        "decoder_bytes": len(halves.decoder),
+    }
+    return json.dumps(header).encode() + b"\n" + halves.encoder + halves.decoder
+
+
+def _decode(output: bytes) -> SplitModel | None:
+    line, _, blobs = output.partition(b"\n")
+    header = json.loads(line)
+    if header is None:
         return None
-    voice_inputs = [value.name for value in graph.input]
-    outputs = [value.name for value in graph.output]
-    decoder_inputs = _inputs_reached(outputs, latent, producers, set(voice_inputs))
-    if not set(decoder_inputs) <= SPEAKER_INPUTS or not _reaches(outputs, latent, producers):
-        # Anything else would mean re-running part of the encoder for every window.
-        _LOGGER.info("Decoder also reads %s: decoding whole sentences", decoder_inputs)
-        return None
-    extractor = Extractor(model)
-    encoder = extractor.extract_model(voice_inputs, [latent])
-    decoder = extractor.extract_model([latent, *decoder_inputs], outputs)
+    cut = int(header["encoder_bytes"])
+    if len(blobs) != cut + int(header["decoder_bytes"]):
+        raise ModelIntegrityError("the model checker's output is truncated")
     return SplitModel(
-        encoder=encoder.SerializeToString(),
-        decoder=decoder.SerializeToString(),
-        latent=latent,
-        channels=channels,
-        decoder_inputs=tuple(decoder_inputs),
+        encoder=blobs[:cut],
+        decoder=blobs[cut:],
+        latent=str(header["latent"]),
+        channels=int(header["channels"]),
+        decoder_inputs=tuple(str(name) for name in header["decoder_inputs"]),
     )
 
 
-def _float_source(tensor: str, producers: dict[str, onnx.NodeProto]) -> str:
+def _main(argv: list[str]) -> int:
+    """Child side of `check_and_split`: model bytes on stdin, halves (or null) on stdout."""
+    path = Path(argv[0]) if argv else Path("<stdin>")
+    data = sys.stdin.buffer.read()
+    try:
+        model = parse_self_contained(path, data)
+    except ModelIntegrityError as err:
+        print(err, file=sys.stderr)
+        return EXIT_REFUSED
+    del data
+    sys.stdout.buffer.write(_encode(split_at_decoder(model)))
+    sys.stdout.buffer.flush()
+    return 0
+
+
+def split_at_decoder(model: onnx.ModelProto) -> SplitModel | None:
+    """The two halves of a Piper voice, or None (model untouched) for a graph we do not know.
+
+    When it returns halves, `model` has been turned into the encoder half in place: the
+    weights are not copied, which keeps the peak memory of a load down.
+    """
+    graph = model.graph
+    producers = {out: i for i, node in enumerate(graph.node) for out in node.output}
+    conv = next((n for n in graph.node if n.name == DECODER_FIRST_CONV), None)
+    if conv is None or len(conv.input) < 2 or _has_subgraphs(graph):
+        _LOGGER.info("No %s node: decoding whole sentences", DECODER_FIRST_CONV)
+        return None
+    latent = _float_source(graph, conv.input[0], producers)
+    channels = _input_channels(graph, conv.input[1], producers)
+    weights = {t.name for t in graph.initializer}
+    voice_inputs = {value.name for value in graph.input} - weights  # old IRs list weights too
+    outputs = [value.name for value in graph.output]
+    decoder_nodes, decoder_inputs = _closure(graph, outputs, {latent}, producers, voice_inputs)
+    if latent not in producers or channels is None or not decoder_inputs <= SPEAKER_INPUTS:
+        # Anything else would mean re-running part of the encoder for every window.
+        _LOGGER.info("Decoder half not separable here: decoding whole sentences")
+        return None
+    decoder = _decoder_model(model, decoder_nodes, latent, channels, sorted(decoder_inputs))
+    encoder_nodes, _ = _closure(graph, [latent], set(), producers, voice_inputs)
+    _keep_only(model, encoder_nodes, latent)
+    return SplitModel(
+        encoder=model.SerializeToString(),
+        decoder=decoder.SerializeToString(),
+        latent=latent,
+        channels=channels,
+        decoder_inputs=tuple(sorted(decoder_inputs)),
+    )
+
+
+def _has_subgraphs(graph: onnx.GraphProto) -> bool:
+    """If/Loop bodies may read outer tensors our closure walk does not see."""
+    return any(attr.HasField("g") or attr.graphs for n in graph.node for attr in n.attribute)
+
+
+def _float_source(graph: onnx.GraphProto, tensor: str, producers: dict[str, int]) -> str:
     """The float tensor behind a quantize/dequantize chain (itself if there is none)."""
-    while tensor in producers and producers[tensor].op_type in _QDQ:
-        tensor = producers[tensor].input[0]
+    while tensor in producers and graph.node[producers[tensor]].op_type in _QDQ:
+        tensor = graph.node[producers[tensor]].input[0]
     return tensor
 
 
-def _input_channels(
-    conv: onnx.NodeProto, graph: onnx.GraphProto, producers: dict[str, onnx.NodeProto]
-) -> int | None:
+def _input_channels(graph: onnx.GraphProto, weight: str, producers: dict[str, int]) -> int | None:
     """The decoder's first Conv's input channels, from its weight's shape (C_out, C_in, k)."""
-    if len(conv.input) < 2:
-        return None
-    weight = _float_source(conv.input[1], producers)
+    weight = _float_source(graph, weight, producers)
     dims = next((list(t.dims) for t in graph.initializer if t.name == weight), None)
     return int(dims[1]) if dims is not None and len(dims) == 3 else None
 
 
-def _inputs_reached(
-    outputs: list[str], stop: str, producers: dict[str, onnx.NodeProto], voice_inputs: set[str]
-) -> list[str]:
-    """The voice inputs the decoder half reads (walking back from the outputs to `stop`)."""
-    reached: list[str] = []
+def _closure(
+    graph: onnx.GraphProto,
+    targets: list[str],
+    stops: set[str],
+    producers: dict[str, int],
+    voice_inputs: set[str],
+) -> tuple[set[int], set[str]]:
+    """Indices of the nodes `targets` are computed from (not looking past `stops`), and
+    the voice inputs they read."""
+    nodes: set[int] = set()
+    inputs: set[str] = set()
     seen: set[str] = set()
-    pending = list(outputs)
+    pending = list(targets)
     while pending:
         tensor = pending.pop()
-        if tensor in seen or tensor == stop:
+        if tensor in seen or tensor in stops:
             continue
         seen.add(tensor)
         if tensor in voice_inputs:
-            reached.append(tensor)
-        elif tensor in producers:
-            pending.extend(t for t in producers[tensor].input if t)
-    return sorted(reached)
+            inputs.add(tensor)
+        elif tensor in producers and producers[tensor] not in nodes:
+            nodes.add(producers[tensor])
+            pending.extend(t for t in graph.node[producers[tensor]].input if t)
+    return nodes, inputs
 
 
-def _reaches(outputs: list[str], target: str, producers: dict[str, onnx.NodeProto]) -> bool:
-    seen: set[str] = set()
-    pending = list(outputs)
-    while pending:
-        tensor = pending.pop()
-        if tensor == target:
-            return True
-        if tensor in seen or tensor not in producers:
-            continue
-        seen.add(tensor)
-        pending.extend(t for t in producers[tensor].input if t)
-    return False
+def _decoder_model(
+    model: onnx.ModelProto, nodes: set[int], latent: str, channels: int, inputs: list[str]
+) -> onnx.ModelProto:
+    import onnx  # only in the child process (see check_and_split)
+
+    graph = model.graph
+    used = {t for i in nodes for t in graph.node[i].input}
+    latent_info = onnx.helper.make_tensor_value_info(
+        latent, onnx.TensorProto.FLOAT, [1, channels, "frames"]
+    )
+    decoder_graph = onnx.helper.make_graph(
+        nodes=[graph.node[i] for i in sorted(nodes)],
+        name="decoder",
+        inputs=[latent_info, *(v for v in graph.input if v.name in inputs)],
+        outputs=list(graph.output),
+        initializer=[t for t in graph.initializer if t.name in used],
+        value_info=[v for v in graph.value_info if v.name in used],
+    )
+    return onnx.helper.make_model(
+        decoder_graph, opset_imports=list(model.opset_import), ir_version=model.ir_version
+    )
+
+
+def _keep_only(model: onnx.ModelProto, nodes: set[int], output: str) -> None:
+    """Turn `model` into the subgraph of `nodes` with one output, deleting in place."""
+    import onnx  # only in the child process (see check_and_split)
+
+    graph = model.graph
+    for i in reversed(range(len(graph.node))):
+        if i not in nodes:
+            del graph.node[i]
+    used = {t for node in graph.node for t in node.input}
+    for i in reversed(range(len(graph.initializer))):
+        if graph.initializer[i].name not in used:
+            del graph.initializer[i]
+    for i in reversed(range(len(graph.value_info))):
+        if graph.value_info[i].name not in used:
+            del graph.value_info[i]
+    del graph.output[:]
+    graph.output.append(onnx.helper.make_tensor_value_info(output, onnx.TensorProto.FLOAT, None))
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    sys.exit(_main(sys.argv[1:]))
