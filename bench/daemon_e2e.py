@@ -26,7 +26,7 @@ Phases (--only picks some; `--only none` runs none, for --investigate / --rss-kn
               (--quick: 200, every 50): wav-dir sink (not paced by a clock, so it is
               quick), short texts, published a sample's worth at a time
 
---set KEY=VALUE (daemon settings) and --latency (PortAudio latency, through the shim)
+--set KEY=VALUE (daemon settings) and --latency (PortAudio latency: audio.latency_ms)
 apply to the phases' daemons.
 
 Time to first audio (TTFA) "sound out" = publish -> first non-silent block out of the
@@ -269,9 +269,9 @@ class Knobs:
     """One daemon configuration; None means the daemon's own default."""
 
     name: str
-    latency: float | None = None  # PortAudio suggested latency (the player's default: 0.1 s)
-    block_frames: int | None = None  # audio.block_frames (default 1024)
-    first_chunk_chars: int | None = None  # synthesis.first_chunk_chars (default 60)
+    latency: float | None = None  # s; audio.latency_ms (default 50 ms)
+    block_frames: int | None = None  # audio.block_frames (default 512)
+    first_chunk_chars: int | None = None  # synthesis.first_chunk_chars (default 40)
     sink_rate: int = RATE  # the pipe sink's format: 4096-byte blocks whatever the format
     sink_channels: int = 1
     pulse_latency_msec: int | None = None  # PULSE_LATENCY_MSEC for the daemon (libpulse)
@@ -281,7 +281,7 @@ class Knobs:
 
     @property
     def needs_shim(self) -> bool:
-        return any(v is not None for v in (self.latency, self.lookahead, self.mem_pattern))
+        return any(v is not None for v in (self.lookahead, self.mem_pattern))
 
     def describe(self) -> str:
         parts = []
@@ -305,7 +305,7 @@ class Knobs:
         if self.mem_pattern is not None:
             parts.append(f"enable_mem_pattern {self.mem_pattern}")
         return ", ".join(parts) or (
-            "defaults: latency 100 ms, block 1024, first chunk 60, 2 workers, lookahead 2"
+            "defaults: latency 50 ms, block 512, first chunk 40, 2 workers, lookahead 2"
         )
 
 
@@ -347,8 +347,11 @@ class Rig:
             "telemetry": {"interval": 2},
             "synthesis": {"preload": True},
         }
+        settings["audio"] = {}
         if knobs.block_frames is not None:
-            settings["audio"] = {"block_frames": knobs.block_frames}
+            settings["audio"]["block_frames"] = knobs.block_frames
+        if knobs.latency is not None:
+            settings["audio"]["latency_ms"] = round(knobs.latency * 1000)
         if knobs.first_chunk_chars is not None:
             settings["synthesis"]["first_chunk_chars"] = knobs.first_chunk_chars
         if knobs.max_concurrent is not None:
@@ -366,7 +369,6 @@ class Rig:
         trace_path = home / "trace.jsonl" if trace else None
         if trace or knobs.needs_shim:
             opts = {
-                "latency": knobs.latency,
                 "lookahead": knobs.lookahead,
                 "mem_pattern": knobs.mem_pattern,
                 "trace": str(trace_path) if trace_path else None,
@@ -836,23 +838,8 @@ def investigate(
 def shim_main(config: Path) -> int:
     """Runs in the daemon's process: patch, then `edge-ttsd run --config CONFIG`."""
     opts: dict[str, Any] = json.loads(os.environ.get(SHIM_ENV, "{}"))
-    import edge_tts.app as app
-    import edge_tts.player as player
     from edge_tts import cli
 
-    latency = opts.get("latency")
-    if latency is not None:
-        plain_open = player.open_output
-
-        def open_output(sink: str, sample_rate: int, *args: Any) -> Any:
-            if sink != "alsa":
-                return plain_open(sink, sample_rate, *args)
-            device, _wav_dir, volume, ring_seconds, fade_ms, block_frames = args
-            return player.AlsaOutput(
-                sample_rate, device, volume, ring_seconds, fade_ms, block_frames, latency
-            )
-
-        setattr(app, "open_output", open_output)  # noqa: B010 - app imported it by name
     if opts.get("lookahead") is not None:
         import edge_tts.pipeline as pipeline
 
@@ -1054,7 +1041,7 @@ def print_report(result: dict[str, Any]) -> None:
     print(f"voice: {result.get('voice', '?')}")
     o = result.get("overrides") or {}
     if o.get("latency_s") is not None or o.get("set"):
-        print(f"overrides: PortAudio latency {o.get('latency_s')} s (shim); --set {o.get('set')}")
+        print(f"overrides: PortAudio latency {o.get('latency_s')} s; --set {o.get('set')}")
     print()
 
     def line(label: str, s: dict[str, Any]) -> None:
@@ -1324,7 +1311,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="daemon setting for the phases, e.g. synthesis.max_concurrent=1 (repeatable)",
     )
     parser.add_argument(
-        "--latency", type=float, help="PortAudio latency (s) for the phases' daemons (shim)"
+        "--latency",
+        type=float,
+        help="PortAudio latency (s) for the phases' daemons (audio.latency_ms)",
     )
     parser.add_argument("--burst", type=int, default=100, help="requests in the big burst")
     parser.add_argument("--rss-requests", type=int, help="requests for the RSS run")

