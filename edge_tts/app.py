@@ -264,7 +264,7 @@ class Daemon:
         if s.synthesis.preload:
             self.notifier.status(f"loading voice {default.name}")
             default.load()  # ModelIntegrityError propagates: refuse to start
-            default.warm_up()
+            default.warm_up(concurrent=s.synthesis.max_concurrent)
         self.output = open_output(
             s.audio.sink,
             default.sample_rate,

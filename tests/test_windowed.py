@@ -17,6 +17,7 @@ from edge_tts.voice.model import (
     MAX_WINDOW_FRAMES,
     SynthesisParams,
     Voice,
+    even_step,
     next_window,
     session_options,
 )
@@ -65,7 +66,7 @@ def test_pieces_join_into_what_the_whole_graph_makes(
     assert joined.shape == reference.shape
     assert snr_db(reference, joined) > 60  # float rounding, not window seams
     assert len(pieces[0]) == FIRST_WINDOW_FRAMES * 256
-    assert max(len(p) for p in pieces) <= MAX_WINDOW_FRAMES * 256 * 5 // 4
+    assert max(len(p) for p in pieces) <= MAX_WINDOW_FRAMES * 256
 
 
 @pytest.mark.slow
@@ -162,3 +163,14 @@ def test_windows_grow_with_the_audio_buffered_and_the_decoder_speed() -> None:
     assert (slow + 22) * 0.003 <= 0.19  # decoded before the buffered audio runs out
     # behind already: the smallest window, never zero
     assert next_window(-0.5, 0.003, 16, 11) == 16
+
+
+def test_windows_are_even_and_never_exceed_the_cap() -> None:
+    assert even_step(218, 144) == 109  # two of 109, not 144 + 74
+    assert even_step(100, 144) == 100
+    assert even_step(300, 16) == 16
+    steps, left = [], 433
+    while left:
+        steps.append(even_step(left, 144))
+        left -= steps[-1]
+    assert steps == [109, 108, 108, 108]  # 433 > 3 x 144: four even windows

@@ -19,6 +19,7 @@ from piper.config import PiperConfig
 
 from .files import VoiceFiles
 from .integrity import read_pinned
+from .phonemize import text_to_ids
 from .split import SplitModel, check_and_split
 
 _LOGGER = logging.getLogger(__name__)
@@ -105,9 +106,15 @@ def share_runtime(threads: int) -> bool:
         return True
 
 
+# About as long as the longest piece the daemon synthesizes at once (max_chunk_chars 200).
+WARM_UP_TEXT = (
+    "This sentence warms the voice up before the first request: it is about as long as "
+    "the longest piece of text that is synthesized in one go, two hundred characters."
+)
+
 # Decoder windows (latent frames; 256 samples = 11.6 ms each for the usual voices).
 FIRST_WINDOW_FRAMES = 16  # the first sound: ~190 ms of audio, decoded in ~10 ms here
-MAX_WINDOW_FRAMES = 192  # bounds the decoder's working memory (~45 MB) whatever the length
+MAX_WINDOW_FRAMES = 144  # bounds the decoder's working memory (~35 MB) whatever the length
 DECODE_SHARE = 0.5  # a window may take at most this share of the audio already buffered
 
 
@@ -145,11 +152,22 @@ class Voice:
         """Verify and create the sessions once; later calls return at once."""
         self._get_engine()
 
-    def warm_up(self) -> None:
-        """First runs size onnxruntime's arenas; pay that before the first request."""
-        engine = self._get_engine()
-        self.synthesize([*self.config.phoneme_id_map["^"], *self.config.phoneme_id_map["$"]])
-        engine.warm_up()
+    def warm_up(self, concurrent: int = 1) -> None:
+        """Size onnxruntime's arena before the first request, not during one: the largest
+        decoder window, and `concurrent` long sentences at once (the daemon's workers).
+        Otherwise RSS creeps up in steps for hundreds of requests, as rare coincidences of
+        two long encoder runs extend the arena."""
+        self._get_engine().warm_up()
+        ids = text_to_ids(WARM_UP_TEXT, self.config)[0]
+        workers = [
+            threading.Thread(target=self.synthesize, args=(ids,), name=f"warm-up-{n + 1}")
+            for n in range(concurrent)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        release_free_memory()
 
     def _get_engine(self) -> _Engine:
         engine = self._engine
@@ -317,14 +335,13 @@ class _WindowedEngine:
         latent = self._encoder.run(None, feeds)[0]
         extra = {**speaker_feeds(self._decoder_inputs), **_pick(feeds, self._decoder_inputs)}
         total = latent.shape[2]
-        if first_frames and total <= 2 * (first_frames + self.context):
-            first_frames = None  # short enough that one window is about as quick
+        if not first_frames or total <= 2 * (first_frames + self.context):
+            first_frames = None  # none asked, or short enough that one window is as quick
         start, size = 0, min(first_frames or MAX_WINDOW_FRAMES, MAX_WINDOW_FRAMES)
         made_s, first_at = 0.0, 0.0
         while start < total:
-            end = min(total, start + size)
-            if total - start <= MAX_WINDOW_FRAMES and total - end < 2 * self.context:
-                end = total  # a tiny last window would cost more context than audio
+            opening = start == 0 and first_frames is not None  # its size is about latency
+            end = min(total, start + size) if opening else start + even_step(total - start, size)
             audio, seconds_per_frame = self._decode(latent, start, end, extra)
             yield audio
             first_at = first_at or time.monotonic()
@@ -354,6 +371,14 @@ def next_window(buffered_s: float, seconds_per_frame: float, smallest: int, cont
     fast one few large ones; at least `smallest`, at most MAX_WINDOW_FRAMES."""
     affordable = int(DECODE_SHARE * buffered_s / max(seconds_per_frame, 1e-6))
     return max(smallest, min(MAX_WINDOW_FRAMES, affordable - 2 * context))
+
+
+def even_step(remaining: int, cap: int) -> int:
+    """The next window when `remaining` frames go in as few windows of at most `cap` as
+    possible, all about the same size: no tiny last window that costs more context than
+    it decodes, and no window larger than it must be (the arena sizes for the largest)."""
+    windows = -(-remaining // max(1, cap))
+    return -(-remaining // windows)
 
 
 def _pick(feeds: dict[str, np.ndarray], names: tuple[str, ...]) -> dict[str, np.ndarray]:
