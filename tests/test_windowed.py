@@ -174,3 +174,10 @@ def test_windows_are_even_and_never_exceed_the_cap() -> None:
         steps.append(even_step(left, 144))
         left -= steps[-1]
     assert steps == [109, 108, 108, 108]  # 433 > 3 x 144: four even windows
+
+
+@pytest.mark.slow
+def test_warm_up_runs_concurrent_long_sentences(voice_copy: files.VoiceFiles) -> None:
+    voice = Voice(voice_copy)
+    voice.warm_up(concurrent=2)
+    assert voice.loaded and voice.windowed

@@ -1,4 +1,4 @@
-"""One Piper voice: its config and one shared onnxruntime session, created lazily."""
+"""One Piper voice: its config and its onnxruntime sessions (encoder, decoder), created lazily."""
 
 from __future__ import annotations
 
