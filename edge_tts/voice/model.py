@@ -326,8 +326,10 @@ class _WindowedEngine:
 
     def warm_up(self) -> None:
         """Size the decoder's arena for the largest window now, not during a request."""
-        latent = np.zeros((1, self._channels, MAX_WINDOW_FRAMES), np.float32)
-        self._decode(latent, 0, MAX_WINDOW_FRAMES, speaker_feeds(self._decoder_inputs))
+        frames = MAX_WINDOW_FRAMES + 2 * self.context  # a full window with its context
+        latent = np.zeros((1, self._channels, frames), np.float32)
+        end = self.context + MAX_WINDOW_FRAMES
+        self._decode(latent, self.context, end, speaker_feeds(self._decoder_inputs))
 
     def stream(
         self, feeds: dict[str, np.ndarray], first_frames: int | None
