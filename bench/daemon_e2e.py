@@ -70,6 +70,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from report_io import emit  # noqa: E402 - bench/ is the script's own directory
+
 from tests.broker import Broker, Recorder  # noqa: E402 - needs the repo root on sys.path
 from tests.daemon_proc import DaemonProcess, daemon_config  # noqa: E402
 
@@ -1325,13 +1327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.daemon_shim:
         return shim_main(args.config)
-    result = run(args)
-    if args.json_out:
-        args.json_out.write_text(json.dumps(result, indent=2) + "\n")
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_report(result)
+    emit(run(args), args.json_out, args.json, print_report)
     return 0
 
 

@@ -47,6 +47,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from report_io import emit  # noqa: E402 - bench/ is the script's own directory
+
 DEFAULT_CORPUS = REPO / "edge_tts" / "voice" / "data" / "evaluation_en.txt"
 ENGINES = ("fp32", "int8", "int8-1win", "piper")
 WARM_UP_TEXT = "Hello there. This warms the engine up."  # not in the corpus
@@ -623,13 +625,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.loads = args.loads or 1
     args.rounds = args.rounds or 5
     args.loads = args.loads or 3
-    result = run(args)
-    if args.json_out:
-        args.json_out.write_text(json.dumps(result, indent=2) + "\n")
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_table(result)
+    emit(run(args), args.json_out, args.json, print_table)
     return 0
 
 
