@@ -15,11 +15,13 @@ from edge_tts.voice import files
 from edge_tts.voice.model import (
     FIRST_WINDOW_FRAMES,
     MAX_WINDOW_FRAMES,
+    DecoderStage,
     SynthesisParams,
     Voice,
     even_step,
     next_window,
     session_options,
+    window_plan,
 )
 from edge_tts.voice.phonemize import text_to_ids
 from edge_tts.voice.split import DECODER_FIRST_CONV, split_at_decoder
@@ -52,6 +54,34 @@ def test_fp32_voice_is_cut_at_the_decoder(fp32_voice: Voice) -> None:
     engine = fp32_voice._engine
     assert 6 <= engine.context <= 24  # type: ignore[union-attr]
     assert engine.frame_seconds == pytest.approx(256 / 22050)  # type: ignore[union-attr]
+    # the high-rate stage (most of the work) needs about one frame of context, not 11
+    head, tail = engine._stages  # type: ignore[union-attr]
+    assert (head.hop, tail.hop) == (256, 32)
+    assert 1 <= tail.context * tail.hop <= 2 * 256
+
+
+def stage(context: int, hop: int) -> DecoderStage:
+    return DecoderStage(session=None, input="x", context=context, hop=hop)  # type: ignore[arg-type]
+
+
+def test_window_plan_feeds_each_stage_its_own_context() -> None:
+    stages = [stage(11, 256), stage(9, 32)]
+    # frames [16, 160) of 300: the tail needs 9 steps of the 8x stage either side...
+    (head_in, head_keep), (tail_in, tail_keep) = window_plan(stages, 300, 16, 160)
+    assert tail_in == (16 * 8 - 9, 160 * 8 + 9)
+    assert tail_keep == (9 * 32, 9 * 32 + 144 * 256)
+    # ...and the head 11 frames around the frames under those steps
+    assert head_in == (14 - 11, 162 + 11)
+    assert head_keep == (tail_in[0] - 3 * 8, tail_in[1] - 3 * 8)
+
+
+def test_window_plan_clips_at_the_ends_of_the_sentence() -> None:
+    stages = [stage(11, 256), stage(9, 32)]
+    (head_in, head_keep), (tail_in, tail_keep) = window_plan(stages, 20, 0, 20)
+    assert head_in == (0, 20) and head_keep == (0, 160)
+    assert tail_in == (0, 160) and tail_keep == (0, 20 * 256)
+    ((one_in, one_keep),) = window_plan([stage(11, 256)], 50, 30, 50)
+    assert one_in == (19, 50) and one_keep == (11 * 256, 31 * 256)
 
 
 @pytest.mark.slow
@@ -151,18 +181,19 @@ def test_decoder_gets_the_speaker_id_of_multi_speaker_voices(voice_copy: files.V
         assert snr_db(reference, joined) > 60
         by_speaker.append(joined)
     assert voice.windowed
+    assert len(voice._engine._stages) == 1  # type: ignore[union-attr] # the tail reads sid here
     assert not np.allclose(by_speaker[0], by_speaker[1])
 
 
 def test_windows_grow_with_the_audio_buffered_and_the_decoder_speed() -> None:
     # this machine: ~0.3 ms per frame; 0.19 s buffered after the first window
-    assert next_window(0.19, 0.0003, 16, 11) == MAX_WINDOW_FRAMES
+    assert next_window(0.19, 0.0003, 16) == MAX_WINDOW_FRAMES
     # a board ten times slower gets smaller windows, enough to stay ahead of playback
-    slow = next_window(0.19, 0.003, 16, 11)
+    slow = next_window(0.19, 0.003, 16)
     assert 16 <= slow < MAX_WINDOW_FRAMES
-    assert (slow + 22) * 0.003 <= 0.19  # decoded before the buffered audio runs out
+    assert slow * 0.003 <= 0.19  # decoded before the buffered audio runs out
     # behind already: the smallest window, never zero
-    assert next_window(-0.5, 0.003, 16, 11) == 16
+    assert next_window(-0.5, 0.003, 16) == 16
 
 
 def test_windows_are_even_and_never_exceed_the_cap() -> None:

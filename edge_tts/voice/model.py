@@ -187,16 +187,16 @@ class Voice:
         # Checked and cut in a child process, from the very bytes that were hashed.
         data, halves = verified.data, check_and_split(verified.path, verified.data)
         del verified
-        decoder = self._session(halves.decoder) if halves else None
-        probe = probe_decoder(decoder, halves) if decoder and halves else None
+        stages = [self._session(stage) for stage in halves.decoder] if halves else []
+        probed = probe_stages(stages, halves) if stages and halves else None
         engine: _Engine
-        if halves is None or decoder is None or probe is None:
+        if halves is None or probed is None:
+            del stages
             engine = _WholeEngine(self._session(data))
         else:
             data = b""  # not needed any more: a lower peak while the encoder session loads
-            context, hop = probe
             encoder = self._session(halves.encoder)
-            engine = _WindowedEngine(encoder, decoder, halves, context, hop / self.sample_rate)
+            engine = _WindowedEngine(encoder, probed, halves, self.sample_rate)
         del data, halves
         release_free_memory()  # parsed graphs and byte strings are garbage now
         self.load_seconds = time.monotonic() - started
@@ -294,35 +294,44 @@ class _WholeEngine:
         return "whole-sentence decoding"
 
 
-class _WindowedEngine:
-    """Encoder once per sentence, then the decoder on windows of latent frames.
+@dataclass(frozen=True)
+class DecoderStage:
+    """One decoder session and what windows of it need (measured by `probe_stages`)."""
 
-    Each window is decoded with `context` extra frames on both sides (the decoder's
-    receptive field, measured at load) that are cut off again, so the joined pieces equal
-    whole-sentence decoding. Decoder runs are serialized per voice: two at once would
-    double the decoder's memory and slow each other down on two cores, while a window is
-    short enough (tens of ms here) that the other synthesis hardly waits.
+    session: onnxruntime.InferenceSession
+    input: str  # the tensor it reads: the latent, or the previous stage's output
+    context: int  # extra input steps on each side for exact output
+    hop: int  # audio samples per input step
+
+
+class _WindowedEngine:
+    """Encoder once per sentence, then the decoder stages on windows of latent frames.
+
+    Each stage gets its own receptive field as extra input on both sides (measured at load)
+    that is cut off again, so the joined pieces equal whole-sentence decoding. Decoder runs
+    are serialized per voice: two at once would double the decoder's memory and slow each
+    other down on two cores, while a window is short enough (tens of ms here) that the other
+    synthesis hardly waits.
     """
 
     def __init__(
         self,
         encoder: onnxruntime.InferenceSession,
-        decoder: onnxruntime.InferenceSession,
+        stages: list[DecoderStage],
         halves: SplitModel,
-        context: int,
-        frame_seconds: float,
+        sample_rate: int,
     ):
         self._encoder = encoder
-        self._decoder = decoder
-        self._latent = halves.latent
+        self._stages = stages
         self._channels = halves.channels
         self._decoder_inputs = halves.decoder_inputs
         self._decode_lock = threading.Lock()
-        self.context = context
-        self.frame_seconds = frame_seconds
+        self.context = stages[0].context  # latent frames
+        self.frame_seconds = stages[0].hop / sample_rate
 
     def describe(self) -> str:
-        return f"windowed decoding with {self.context} frames of context"
+        contexts = " + ".join(str(stage.context) for stage in self._stages)
+        return f"windowed decoding in {len(self._stages)} stage(s), context {contexts} steps"
 
     def warm_up(self) -> None:
         """Size the decoder's arena for the largest window now, not during a request."""
@@ -349,30 +358,60 @@ class _WindowedEngine:
             first_at = first_at or time.monotonic()
             made_s += (end - start) * self.frame_seconds
             buffered_s = made_s - (time.monotonic() - first_at)
-            size = next_window(buffered_s, seconds_per_frame, first_frames or 1, self.context)
+            size = next_window(buffered_s, seconds_per_frame, first_frames or 1)
             start = end
 
     def _decode(
         self, latent: np.ndarray, start: int, end: int, extra: dict[str, np.ndarray]
     ) -> tuple[np.ndarray, float]:
-        lo = max(0, start - self.context)
-        hi = min(latent.shape[2], end + self.context)
-        window = np.ascontiguousarray(latent[:, :, lo:hi])
+        """Audio of latent frames [start, end), and the seconds it took per frame."""
+        plan = window_plan(self._stages, latent.shape[2], start, end)
+        lo, hi = plan[0][0]
+        data = latent[:, :, lo:hi]
         with self._decode_lock:
             began = time.monotonic()
-            output = self._decoder.run(None, {self._latent: window, **extra})[0]
+            for stage, (_, (keep_lo, keep_hi)) in zip(self._stages, plan, strict=True):
+                feeds = {stage.input: np.ascontiguousarray(data)}
+                if stage is self._stages[0]:
+                    feeds.update(extra)
+                data = stage.session.run(None, feeds)[0][..., keep_lo:keep_hi]
             elapsed = time.monotonic() - began
-        audio = np.asarray(output, dtype=np.float32).reshape(-1)
-        hop = audio.size // (hi - lo)
-        return audio[(start - lo) * hop : (end - lo) * hop].copy(), elapsed / (hi - lo)
+        audio = np.asarray(data, dtype=np.float32).reshape(-1).copy()
+        return audio, elapsed / (end - start)
 
 
-def next_window(buffered_s: float, seconds_per_frame: float, smallest: int, context: int) -> int:
+Span = tuple[int, int]
+
+
+def window_plan(
+    stages: list[DecoderStage], frames: int, start: int, end: int
+) -> list[tuple[Span, Span]]:
+    """Per stage, (input steps to feed, slice of its output to keep) so the last stage's
+    kept output is the audio of latent frames [start, end) of `frames`, exactly.
+
+    Worked backwards: each stage needs the steps under the output wanted from it plus
+    its context, clipped to the sentence (the graph pads the ends as the whole run does).
+    """
+    want = (start * stages[0].hop, end * stages[0].hop)  # audio samples
+    plan: list[tuple[Span, Span]] = []
+    hops = [stage.hop for stage in stages] + [1]  # the last stage's output is audio
+    for index in reversed(range(len(stages))):
+        stage = stages[index]
+        ratio = hops[index] // hops[index + 1]  # output steps per input step
+        length = frames * (hops[0] // stage.hop)  # this stage's input steps
+        lo = max(0, want[0] // ratio - stage.context)
+        hi = min(length, -(-want[1] // ratio) + stage.context)
+        plan.append(((lo, hi), (want[0] - lo * ratio, want[1] - lo * ratio)))
+        want = (lo, hi)
+    return plan[::-1]
+
+
+def next_window(buffered_s: float, seconds_per_frame: float, smallest: int) -> int:
     """Frames in the next window: as many as can be decoded in DECODE_SHARE of the audio not
     yet played (assuming it plays in real time), so a slow board gets small windows and a
     fast one few large ones; at least `smallest`, at most MAX_WINDOW_FRAMES."""
     affordable = int(DECODE_SHARE * buffered_s / max(seconds_per_frame, 1e-6))
-    return max(smallest, min(MAX_WINDOW_FRAMES, affordable - 2 * context))
+    return max(smallest, min(MAX_WINDOW_FRAMES, affordable))
 
 
 def even_step(remaining: int, cap: int) -> int:
@@ -396,32 +435,48 @@ PROBE_FRAMES = 96
 INFLUENCE_FLOOR = 1e-3
 
 
-def probe_decoder(
-    decoder: onnxruntime.InferenceSession, halves: SplitModel
-) -> tuple[int, int] | None:
-    """(context frames, samples per frame), measured: nudge the first latent frame and see
-    how far into the output the change reaches. None if it reaches (nearly) everywhere.
+def probe_stages(
+    sessions: list[onnxruntime.InferenceSession], halves: SplitModel
+) -> list[DecoderStage] | None:
+    """The decoder stages with their context and hop, measured: nudge the first step of a
+    stage's input and see how far into the audio the change reaches. None if it reaches
+    (nearly) everywhere, or the steps do not map to whole numbers of samples.
 
-    Beyond the frames where the nudge moves the output by more than INFLUENCE_FLOOR of
+    Beyond the samples where the nudge moves the audio by more than INFLUENCE_FLOOR of
     full scale, cutting the context changes real speech by less than float rounding
-    (joe-medium: 11 frames; windows joined with 11 frames of context: SNR > 77 dB).
+    (joe-medium: 11 latent frames, then 9 steps of the 8x stage; joined windows: SNR > 77 dB).
     """
     extra = speaker_feeds(halves.decoder_inputs)
     latent = np.random.default_rng(0).standard_normal((1, halves.channels, PROBE_FRAMES))
-    latent = latent.astype(np.float32)
-    base = decoder.run(None, {halves.latent: latent, **extra})[0].reshape(-1)
-    latent[:, :, 0] += 1.0
-    changed = decoder.run(None, {halves.latent: latent, **extra})[0].reshape(-1)
-    hop = base.size // PROBE_FRAMES
-    if hop < 1 or base.size != hop * PROBE_FRAMES:
-        return None
-    floor = INFLUENCE_FLOOR * max(1e-3, float(np.abs(base).max()))
-    reach = np.flatnonzero(np.abs(changed - base) > floor)
-    frames = -(-(int(reach[-1]) + 1) // hop) if reach.size else 1
-    if frames > PROBE_FRAMES // 2:
-        _LOGGER.info("Decoder's receptive field is %d frames or more: whole sentences", frames)
-        return None
-    return frames, hop
+    inputs = [latent.astype(np.float32)]
+    for index, session in enumerate(sessions[:-1]):  # every stage's input on that latent
+        feeds = {halves.stage_inputs[index]: inputs[-1], **(extra if index == 0 else {})}
+        inputs.append(session.run(None, feeds)[0])
+
+    def audio(first: int, data: np.ndarray) -> np.ndarray:
+        for index in range(first, len(sessions)):
+            feeds = {halves.stage_inputs[index]: data, **(extra if index == 0 else {})}
+            data = sessions[index].run(None, feeds)[0]
+        return np.asarray(data).reshape(-1)
+
+    stages = []
+    for index, data in enumerate(inputs):
+        base = audio(index, data)
+        nudged = data.copy()
+        nudged[..., 0] += 1.0
+        changed = audio(index, nudged)
+        steps = data.shape[-1]
+        hop = base.size // steps
+        if hop < 1 or base.size != hop * steps:
+            return None
+        floor = INFLUENCE_FLOOR * max(1e-3, float(np.abs(base).max()))
+        reach = np.flatnonzero(np.abs(changed - base) > floor)
+        context = -(-(int(reach[-1]) + 1) // hop) if reach.size else 1
+        if context > steps // 2:
+            _LOGGER.info("Decoder's receptive field is %d steps or more: whole sentences", context)
+            return None
+        stages.append(DecoderStage(sessions[index], halves.stage_inputs[index], context, hop))
+    return stages
 
 
 def release_free_memory() -> None:

@@ -6,6 +6,11 @@ usual Piper voices. The decoder is convolutional with a finite receptive field, 
 run on windows of frames: the first sound is ready after the encoder and one short window
 instead of after the whole sentence, and the decoder's memory is bounded by the window
 instead of growing with the sentence.
+
+The decoder is cut once more, at its second upsampling: the first stage (conv_pre and the
+low-rate resblocks, ~20 % of the decoder's work) sees ~10 latent frames around each
+output, the second (the high-rate layers, ~80 %) only ~1. Each window is decoded with
+each stage's own context, so the expensive stage recomputes ~1 frame at a seam, not 11.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ if TYPE_CHECKING:
 _LOGGER = logging.getLogger(__name__)
 
 DECODER_FIRST_CONV = "/dec/conv_pre/Conv"  # torch.onnx's scope name in every Piper export
+DECODER_STAGE_CONVS = ("/dec/ups.1/ConvTranspose",)  # where later decoder stages start
 SPEAKER_INPUTS = {"sid"}  # multi-speaker voices condition the decoder on the speaker
 _QDQ = ("QuantizeLinear", "DequantizeLinear")
 
@@ -37,10 +43,15 @@ SPLIT_TIMEOUT_S = 300
 @dataclass(frozen=True)
 class SplitModel:
     encoder: bytes  # the voice's inputs -> latent
-    decoder: bytes  # latent (+ the inputs the decoder also needs, e.g. sid) -> audio
-    latent: str  # name of the tensor that crosses the cut: (1, channels, frames)
-    channels: int
-    decoder_inputs: tuple[str, ...]  # the voice's own inputs the decoder also reads
+    # latent (+ decoder_inputs) -> ... -> audio; each stage reads the one before's output
+    decoder: tuple[bytes, ...]
+    stage_inputs: tuple[str, ...]  # the tensor each stage reads; the first is `latent`
+    channels: int  # of the latent: (1, channels, frames)
+    decoder_inputs: tuple[str, ...]  # the voice's own inputs the first stage also reads
+
+    @property
+    def latent(self) -> str:
+        return self.stage_inputs[0]
 
 
 def check_and_split(path: Path, data: bytes) -> SplitModel | None:
@@ -72,13 +83,12 @@ def _encode(halves: SplitModel | None) -> bytes:
     if halves is None:
         return b"null\n"
     header = {
-        "latent": halves.latent,
+        "stage_inputs": list(halves.stage_inputs),
         "channels": halves.channels,
         "decoder_inputs": list(halves.decoder_inputs),
-        "encoder_bytes": len(halves.encoder),
-        "decoder_bytes": len(halves.decoder),
+        "sizes": [len(blob) for blob in (halves.encoder, *halves.decoder)],
     }
-    return json.dumps(header).encode() + b"\n" + halves.encoder + halves.decoder
+    return json.dumps(header).encode() + b"\n" + b"".join((halves.encoder, *halves.decoder))
 
 
 def _decode(output: bytes) -> SplitModel | None:
@@ -86,13 +96,17 @@ def _decode(output: bytes) -> SplitModel | None:
     header = json.loads(line)
     if header is None:
         return None
-    cut = int(header["encoder_bytes"])
-    if len(blobs) != cut + int(header["decoder_bytes"]):
+    sizes = [int(size) for size in header["sizes"]]
+    if len(blobs) != sum(sizes):
         raise ModelIntegrityError("the model checker's output is truncated")
+    parts, offset = [], 0
+    for size in sizes:
+        parts.append(blobs[offset : offset + size])
+        offset += size
     return SplitModel(
-        encoder=blobs[:cut],
-        decoder=blobs[cut:],
-        latent=str(header["latent"]),
+        encoder=parts[0],
+        decoder=tuple(parts[1:]),
+        stage_inputs=tuple(str(name) for name in header["stage_inputs"]),
         channels=int(header["channels"]),
         decoder_inputs=tuple(str(name) for name in header["decoder_inputs"]),
     )
@@ -136,15 +150,56 @@ def split_at_decoder(model: onnx.ModelProto) -> SplitModel | None:
         _LOGGER.info("Decoder half not separable here: decoding whole sentences")
         return None
     decoder = _decoder_model(model, decoder_nodes, latent, channels, sorted(decoder_inputs))
+    stages, stage_inputs = _cut_stages(decoder, latent)
     encoder_nodes, _ = _closure(graph, [latent], set(), producers, voice_inputs)
     _keep_only(model, encoder_nodes, latent)
     return SplitModel(
         encoder=model.SerializeToString(),
-        decoder=decoder.SerializeToString(),
-        latent=latent,
+        decoder=tuple(stage.SerializeToString() for stage in stages),
+        stage_inputs=(latent, *stage_inputs),
         channels=channels,
         decoder_inputs=tuple(sorted(decoder_inputs)),
     )
+
+
+def _cut_stages(decoder: onnx.ModelProto, latent: str) -> tuple[list[onnx.ModelProto], list[str]]:
+    """The decoder as a chain of stages, cut before each of DECODER_STAGE_CONVS where the
+    part after reads nothing but the cut tensor (else it stays in one piece there)."""
+    stages, cuts = [], []
+    rest = decoder
+    for name in DECODER_STAGE_CONVS:
+        pair = _cut_before(rest, name)
+        if pair is None:
+            continue
+        first, rest, tensor = pair
+        stages.append(first)
+        cuts.append(tensor)
+    _LOGGER.debug("Decoder in %d stages, cut at %s after %s", len(stages) + 1, cuts, latent)
+    return [*stages, rest], cuts
+
+
+def _cut_before(
+    model: onnx.ModelProto, node_name: str
+) -> tuple[onnx.ModelProto, onnx.ModelProto, str] | None:
+    """(model up to the float input of `node_name`, model from it, that tensor) or None."""
+    import onnx  # only in the child process (see check_and_split)
+
+    graph = model.graph
+    node = next((n for n in graph.node if n.name == node_name), None)
+    if node is None or not node.input:
+        return None
+    producers = {out: i for i, n in enumerate(graph.node) for out in n.output}
+    tensor = _float_source(graph, node.input[0], producers)
+    inputs = {value.name for value in graph.input}
+    outputs = [value.name for value in graph.output]
+    later, later_reads = _closure(graph, outputs, {tensor}, producers, inputs)
+    if tensor not in producers or later_reads:
+        return None  # the later part also reads the stage's inputs: no clean cut
+    earlier, _ = _closure(graph, [tensor], set(), producers, inputs)
+    cut = onnx.helper.make_tensor_value_info(tensor, onnx.TensorProto.FLOAT, None)
+    first = _submodel(model, earlier, list(graph.input), [cut])
+    second = _submodel(model, later, [cut], list(graph.output))
+    return first, second, tensor
 
 
 def _has_subgraphs(graph: onnx.GraphProto) -> bool:
@@ -197,21 +252,34 @@ def _decoder_model(
 ) -> onnx.ModelProto:
     import onnx  # only in the child process (see check_and_split)
 
-    graph = model.graph
-    used = {t for i in nodes for t in graph.node[i].input}
     latent_info = onnx.helper.make_tensor_value_info(
         latent, onnx.TensorProto.FLOAT, [1, channels, "frames"]
     )
-    decoder_graph = onnx.helper.make_graph(
+    speaker = [v for v in model.graph.input if v.name in inputs]
+    return _submodel(model, nodes, [latent_info, *speaker], list(model.graph.output))
+
+
+def _submodel(
+    model: onnx.ModelProto,
+    nodes: set[int],
+    inputs: list[onnx.ValueInfoProto],
+    outputs: list[onnx.ValueInfoProto],
+) -> onnx.ModelProto:
+    """A new model of `model`'s nodes `nodes` (by index) with the weights they read."""
+    import onnx  # only in the child process (see check_and_split)
+
+    graph = model.graph
+    used = {t for i in nodes for t in graph.node[i].input}
+    subgraph = onnx.helper.make_graph(
         nodes=[graph.node[i] for i in sorted(nodes)],
         name="decoder",
-        inputs=[latent_info, *(v for v in graph.input if v.name in inputs)],
-        outputs=list(graph.output),
+        inputs=inputs,
+        outputs=outputs,
         initializer=[t for t in graph.initializer if t.name in used],
         value_info=[v for v in graph.value_info if v.name in used],
     )
     return onnx.helper.make_model(
-        decoder_graph, opset_imports=list(model.opset_import), ir_version=model.ir_version
+        subgraph, opset_imports=list(model.opset_import), ir_version=model.ir_version
     )
 
 
