@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .pause_gate import PauseGate
 from .text import EmptyTextError, prepare
 from .voice.model import FIRST_WINDOW_FRAMES, SynthesisParams, Voice, to_pcm16
 from .voice.phonemize import text_to_ids
@@ -86,16 +87,19 @@ def render(
     """One normalized text chunk → int16 pieces at `rate` (default: the voice's).
 
     The first chunk of an utterance starts with a short decoder window and loses its
-    leading silence: both are about how soon the listener hears something.
+    leading silence: both are about how soon the listener hears something. Pauses go
+    through the pause gate (the quantized voice's noise floor).
     """
     params = options.params()
     opening = first
+    gate = PauseGate()
     for ids in text_to_ids(text, voice.config):
         first_frames = FIRST_WINDOW_FRAMES if opening else None
         for audio in voice.stream(ids, params, first_frames):
             if opening:
                 audio = trim_leading_silence(audio, voice.sample_rate)
                 opening = False
+            audio = gate.process(audio)
             yield to_pcm16(
                 resample(audio, voice.sample_rate, rate or voice.sample_rate), options.volume
             )
