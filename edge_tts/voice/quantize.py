@@ -154,6 +154,8 @@ _SCHEME_LIST = (
         preprocess=True,
     ),
     Scheme(
+        # The default: as intelligible as FP32 by ASR, ~1.45x its speed; its activation
+        # noise in pauses (-76 dBFS) is taken below the LSB by edge_tts.pause_gate.
         "static-fast",
         "static-enc-flow-dec0 plus decoder stage-1 resblocks, Percentile 99.99 calibration",
         "static",
@@ -171,7 +173,7 @@ _SCHEME_LIST = (
     ),
 )
 SCHEMES: dict[str, Scheme] = {scheme.name: scheme for scheme in _SCHEME_LIST}
-DEFAULT_SCHEME: str = "static-enc-flow-dec0"
+DEFAULT_SCHEME: str = "static-fast"
 
 
 def _sha256(path: Path) -> str:
