@@ -118,6 +118,12 @@ def resample(audio: np.ndarray, rate: int, target: int) -> np.ndarray:
 # VITS output starts with ~50 ms of near-silence: time the listener waits for nothing.
 SILENCE_LEVEL = 0.005  # float amplitude, about -46 dBFS
 KEEP_BEFORE_ONSET_S = 0.01
+# The first piece must outlast the decoding of the next one, or the player's ring runs
+# dry: a sentence that starts with a stop ("Turn left ...") has its onset late in the
+# first window, and trimmed to the onset it was 41 ms long (an underrun in the daemon
+# benchmark). The next window takes ~40 ms here; the engine sizes it for half the audio
+# it made, so 100 ms kept is enough wherever the first window was.
+MIN_FIRST_PIECE_S = 0.1
 
 
 def trim_leading_silence(audio: np.ndarray, sample_rate: int) -> np.ndarray:
@@ -125,4 +131,5 @@ def trim_leading_silence(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     if loud.size == 0:
         return audio
     start = max(0, int(loud[0]) - int(KEEP_BEFORE_ONSET_S * sample_rate))
+    start = min(start, max(0, audio.size - int(MIN_FIRST_PIECE_S * sample_rate)))
     return audio[start:]

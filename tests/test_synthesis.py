@@ -72,8 +72,18 @@ def test_unknown_speaker_fails_before_audio(fp32_voice: Voice) -> None:
 def test_leading_silence_is_trimmed_but_not_the_onset() -> None:
     from edge_tts.synthesis import trim_leading_silence
 
-    audio = np.concatenate([np.zeros(2205), np.full(100, 0.5), np.zeros(10)]).astype(np.float32)
+    audio = np.concatenate([np.zeros(2205), np.full(3000, 0.5), np.zeros(10)]).astype(np.float32)
     trimmed = trim_leading_silence(audio, 22050)
-    assert len(trimmed) == 100 + 10 + 220  # 10 ms kept before the onset
+    assert len(trimmed) == 3000 + 10 + 220  # 10 ms kept before the onset
     silent = np.zeros(500, dtype=np.float32)
     assert len(trim_leading_silence(silent, 22050)) == 500
+
+
+def test_the_first_piece_is_never_trimmed_below_100_ms() -> None:
+    """A late onset (a stop consonant) must not leave a piece that drains before the next."""
+    from edge_tts.synthesis import trim_leading_silence
+
+    late = np.concatenate([np.zeros(3900), np.full(200, 0.5)]).astype(np.float32)
+    trimmed = trim_leading_silence(late, 22050)
+    assert len(trimmed) == 2205
+    assert np.array_equal(trimmed[-200:], late[-200:])
