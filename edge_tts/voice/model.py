@@ -476,6 +476,8 @@ def probe_stages(
             _LOGGER.info("Decoder's receptive field is %d steps or more: whole sentences", context)
             return None
         stages.append(DecoderStage(sessions[index], halves.stage_inputs[index], context, hop))
+    if any(stages[0].hop % stage.hop for stage in stages):
+        return None  # a stage's steps are not whole fractions of a frame: no window plan
     return stages
 
 
