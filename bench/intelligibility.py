@@ -6,10 +6,10 @@
 Models: the packaged FP32 voice (the reference), our installed INT8 build of the default
 voice (if it exists) and every ``--model NAME=PATH`` given.  Sentences: the packaged
 evaluation corpus plus the shared announcement corpus (duplicates dropped) plus
-EXTRA_TEXT (own lines, none of them in the calibration set).  Every line goes through
-the daemon's text front-end (``edge_tts.text.prepare``, which expands numbers,
-abbreviations and times); each resulting sentence is one utterance, and its normalized
-text is the reference transcript.
+EXTRA_TEXT (the quantization study's held-out lines plus five more, none of them in a
+calibration set).  Every line goes through the daemon's text front-end
+(``edge_tts.text.prepare``, which expands numbers, abbreviations and times); each
+resulting sentence is one utterance, and its normalized text is the reference transcript.
 
 For every model and utterance:
 
@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
+from quant_schemes import EVALUATION_TEXT  # bench/ is the script's own directory
 
 from edge_tts.text import prepare
 from edge_tts.voice import files, quality
@@ -67,23 +68,10 @@ ASR_RATE = 16_000
 SEED = 20_240_601
 DETERMINISTIC = (0.0, 1.0, 0.0)
 # Own announcement-style lines; no sentence here is in edge_tts/voice/data/calibration_en.txt.
+# The quantization study's held-out lines plus a few more; none is in a calibration set.
 EXTRA_TEXT = (
-    "The back door is open.",
-    "Attention please: the train to Boston will depart from platform four in ten minutes.",
-    "Your coffee is ready.",
-    "Smoke detected in the hallway. Please check immediately.",
-    "The dishwasher will start at midnight to save energy.",
-    "Heads up! It's going to rain in about twenty minutes.",
-    "Living room humidity is 62 percent.",
-    "The baby monitor lost its connection at 3:05 AM.",
-    "A visitor is waiting at the front gate.",
-    "Garage door closed automatically after 15 minutes.",
-    "Your flight to Chicago is delayed by 45 minutes; the new departure time is 7:20 PM.",
-    "Low water level in the plant tray. Refill soon, please.",
-    "Good night. All doors are locked and the alarm is armed.",
-    "Solar panels produced 12 kilowatt hours today, a new record!",
+    *EVALUATION_TEXT,
     "The doorbell rang twice while you were away.",
-    "Recycling pickup is tomorrow morning; put the blue bin out tonight.",
     "The car is parked on level three, near the elevator.",
     "Your prescription is ready for pickup at the pharmacy.",
     "The upstairs heater was switched off to save power.",
