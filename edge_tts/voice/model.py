@@ -447,29 +447,31 @@ def probe_stages(
     (joe-medium: 11 latent frames, then 9 steps of the 8x stage; joined windows: SNR > 77 dB).
     """
     extra = speaker_feeds(halves.decoder_inputs)
-    latent = np.random.default_rng(0).standard_normal((1, halves.channels, PROBE_FRAMES))
-    inputs = [latent.astype(np.float32)]
-    for index, session in enumerate(sessions[:-1]):  # every stage's input on that latent
-        feeds = {halves.stage_inputs[index]: inputs[-1], **(extra if index == 0 else {})}
-        inputs.append(session.run(None, feeds)[0])
 
-    def audio(first: int, data: np.ndarray) -> np.ndarray:
+    def run_from(first: int, data: np.ndarray) -> list[np.ndarray]:
+        """The outputs of stages `first`..last (the last is the audio) for `data`."""
+        outputs = []
         for index in range(first, len(sessions)):
             feeds = {halves.stage_inputs[index]: data, **(extra if index == 0 else {})}
             data = sessions[index].run(None, feeds)[0]
-        return np.asarray(data).reshape(-1)
+            outputs.append(data)
+        return outputs
 
+    rng = np.random.default_rng(0)
+    latent = rng.standard_normal((1, halves.channels, PROBE_FRAMES)).astype(np.float32)
+    outputs = run_from(0, latent)
+    inputs = [latent, *outputs[:-1]]  # every stage's input on that latent
+    base = np.asarray(outputs[-1]).reshape(-1)
+    floor = INFLUENCE_FLOOR * max(1e-3, float(np.abs(base).max()))
     stages = []
     for index, data in enumerate(inputs):
-        base = audio(index, data)
         nudged = data.copy()
         nudged[..., 0] += 1.0
-        changed = audio(index, nudged)
+        changed = np.asarray(run_from(index, nudged)[-1]).reshape(-1)
         steps = data.shape[-1]
         hop = base.size // steps
         if hop < 1 or base.size != hop * steps:
             return None
-        floor = INFLUENCE_FLOOR * max(1e-3, float(np.abs(base).max()))
         reach = np.flatnonzero(np.abs(changed - base) > floor)
         context = -(-(int(reach[-1]) + 1) // hop) if reach.size else 1
         if context > steps // 2:
