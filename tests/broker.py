@@ -16,6 +16,8 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
+from .waiting import DEFAULT_TIMEOUT_S, REQUEST_TIMEOUT_S, stop_process, wait_until
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -56,11 +58,22 @@ class Broker:
     def log(self) -> str:
         return mosquitto_log(self.root)
 
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
     def stop(self) -> None:
-        if self._proc is not None:
-            self._proc.terminate()
-            self._proc.wait(timeout=10)
-            self._proc = None
+        """Stop Mosquitto (SIGKILL if SIGTERM is not enough); safe to call twice, and
+        after a failed start."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            stop_process(proc, timeout=10)
+
+    def __enter__(self) -> Broker:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
 
 
 def start_mosquitto(root: Path, conf: Path, ports: list[int]) -> subprocess.Popen[bytes]:
@@ -70,17 +83,23 @@ def start_mosquitto(root: Path, conf: Path, ports: list[int]) -> subprocess.Pope
         proc = subprocess.Popen(
             ["mosquitto", "-c", str(conf)], stdout=log, stderr=subprocess.STDOUT
         )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def listening() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError(f"mosquitto exited with {proc.returncode}: {mosquitto_log(root)}")
         try:
             for port in ports:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
         except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    proc.wait(5)
-    raise RuntimeError("mosquitto did not start: " + mosquitto_log(root))
+            return False
+        return True
+
+    try:
+        wait_until(listening, DEFAULT_TIMEOUT_S, f"mosquitto to listen on {ports}", interval=0.05)
+    except BaseException:
+        stop_process(proc, timeout=5)
+        raise
+    return proc
 
 
 def mosquitto_log(root: Path) -> str:
@@ -111,8 +130,9 @@ class Recorder:
             self.client.tls_set(ca_certs=str(ca))
         self.client.connect("127.0.0.1", port)
         self.client.loop_start()
-        if not self._subscribed.wait(10):
-            raise RuntimeError("recorder did not connect")
+        if not self._subscribed.wait(DEFAULT_TIMEOUT_S):
+            self.client.loop_stop()  # or its network thread outlives the test
+            raise RuntimeError(f"recorder did not connect to port {port}")
 
     def _on_connect(self, client: mqtt.Client, *_: Any) -> None:
         for topic in self._topics:
@@ -125,25 +145,44 @@ class Recorder:
             self._cond.notify_all()
 
     def publish(self, topic: str, payload: str | bytes, qos: int = 1, **kwargs: Any) -> float:
+        """Publish and wait for the broker's acknowledgement; the monotonic time it came."""
         info = self.client.publish(topic, payload, qos=qos, **kwargs)
-        info.wait_for_publish(5)
+        info.wait_for_publish(DEFAULT_TIMEOUT_S)
+        if not info.is_published():
+            raise AssertionError(f"publish to {topic} not acknowledged: {info.rc}")
         return time.monotonic()
+
+    def on_topic(self, topic: str) -> list[bytes]:
+        """Payloads seen on `topic`, in order."""
+        with self._cond:
+            return [p for _, t, p, _ in self.messages if t == topic]
 
     def events(self, topic: str) -> list[dict[str, Any]]:
         with self._cond:
             return [json.loads(p) for _, t, p, _ in self.messages if t == topic]
 
-    def wait_for(self, predicate: Callable[[], bool], timeout: float, what: str = "") -> None:
+    def wait_for(
+        self, predicate: Callable[[], bool], timeout: float = DEFAULT_TIMEOUT_S, what: str = ""
+    ) -> None:
+        """Wait until `predicate()` holds; it is re-checked at every message."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while not predicate():
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise AssertionError(f"timed out waiting for {what or predicate}")
+                    seen = [(t, p[:200]) for _, t, p, _ in self.messages[-10:]]
+                    raise AssertionError(
+                        f"timed out after {timeout:g} s waiting for {what or predicate}; "
+                        f"last messages: {seen}"
+                    )
                 self._cond.wait(left)
 
     def wait_event(
-        self, topic: str, kind: str, request_id: str | None = None, timeout: float = 30
+        self,
+        topic: str,
+        kind: str,
+        request_id: str | None = None,
+        timeout: float = REQUEST_TIMEOUT_S,
     ) -> dict[str, Any]:
         def find() -> dict[str, Any] | None:
             for e in self.events(topic):

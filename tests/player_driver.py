@@ -3,7 +3,12 @@
 Its own process because ALSA reads HOME (the virtual card's asoundrc) when PortAudio
 initializes, and PortAudio initializes when sounddevice is first imported.
 
-    python tests/player_driver.py SCENARIO '{"param": value, ...}'
+    python tests/player_driver.py SCENARIO '{"param": value, ...}' </dev/null
+
+After its "done" event the driver keeps the stream open until its stdin closes: the test
+closes it once the audio has come out of the sound card, rather than guessing how long the
+sound server takes. Every wait in here is for a condition, with a deadline; the sleeps
+that remain are what a scenario is about (idle time, a late writer, a gap).
 """
 
 from __future__ import annotations
@@ -25,6 +30,22 @@ from edge_tts.player import AlsaOutput, AudioUnavailableError, Utterance
 
 RATE = 22050
 NEVER = threading.Event()
+DEADLINE_S = 30.0  # for conditions that normally hold within milliseconds
+
+
+class ProbedOutput(AlsaOutput):
+    """AlsaOutput with what the scenarios observe: how often a stream open was tried, and
+    a re-entrant lock, so a scenario can read the ring position and interrupt atomically
+    (the callback cannot hand out a block in between)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lock = threading.RLock()  # type: ignore[assignment]
+        self.opens_tried = 0
+
+    def _new_stream(self, reinit: bool) -> Any:
+        self.opens_tried += 1
+        return super()._new_stream(reinit)
 
 
 def emit(event: str, **fields: Any) -> None:
@@ -60,10 +81,10 @@ def play(
     oks = []
     for i, piece in enumerate(np.array_split(pcm, writes)):
         if pause and i == writes // 2:
-            time.sleep(pause)
+            time.sleep(pause)  # the behaviour under test: a writer that falls behind
         oks.append(out.write(utterance, piece, stop))
     written = time.monotonic()
-    ended = out.end(utterance, stop, timeout=10)
+    ended = out.end(utterance, stop, timeout=DEADLINE_S)
     return {
         "begun": begun,
         "written": written,
@@ -86,8 +107,8 @@ def counters(out: AlsaOutput) -> dict[str, Any]:
     }
 
 
-def started(params: dict[str, Any]) -> AlsaOutput:
-    out = AlsaOutput(
+def started(params: dict[str, Any]) -> ProbedOutput:
+    out = ProbedOutput(
         RATE,
         device=params.get("device"),
         fade_ms=params.get("fade_ms", 15),
@@ -97,20 +118,22 @@ def started(params: dict[str, Any]) -> AlsaOutput:
     return out
 
 
-def scenario_tone(out: AlsaOutput, p: dict[str, Any]) -> None:
-    time.sleep(p.get("idle", 0.0))  # the stream plays silence meanwhile: not an underrun
+def scenario_tone(out: ProbedOutput, p: dict[str, Any]) -> None:
+    # The behaviour under test: the stream plays silence meanwhile, and that is not an
+    # underrun.
+    time.sleep(p.get("idle", 0.0))
     pcm = tone(p.get("freq", 440.0), p.get("seconds", 1.0), p.get("phase", 0.0))
     emit("played", **play(out, "tone", pcm, p.get("writes", 5), p.get("pause", 0.0)))
 
 
-def scenario_back_to_back(out: AlsaOutput, p: dict[str, Any]) -> None:
+def scenario_back_to_back(out: ProbedOutput, p: dict[str, Any]) -> None:
     stream = out._stream
     first = play(out, "first", tone(440.0, 0.5))
     second = play(out, "second", tone(660.0, 0.5))
     emit("played", first=first, second=second, same_stream=out._stream is stream)
 
 
-def scenario_interrupt(out: AlsaOutput, p: dict[str, Any]) -> None:
+def scenario_interrupt(out: ProbedOutput, p: dict[str, Any]) -> None:
     utterance = Utterance("long", RATE)
     out.begin(utterance)
     result: dict[str, Any] = {}
@@ -121,13 +144,16 @@ def scenario_interrupt(out: AlsaOutput, p: dict[str, Any]) -> None:
 
     thread = threading.Thread(target=writer, name="writer", daemon=True)
     thread.start()
-    assert wait_for(lambda: utterance.first_sample_at is not None, 5)
-    time.sleep(p.get("after", 0.5))
-    handed = out._ring.frames_read  # the utterance started at position 0
-    interrupted_at = time.monotonic()
-    out.interrupt(p.get("fade_ms"))
-    thread.join(timeout=5)
-    ended = out.end(utterance, NEVER, timeout=5)
+    # Interrupt once `after` seconds of the tone went to ALSA (the utterance started at
+    # position 0), however long that took on a busy machine.
+    frames = round(p.get("after", 0.5) * RATE)
+    assert wait_for(lambda: out._ring.frames_read >= frames, DEADLINE_S)
+    with out._lock:  # no callback between reading the position and the cut
+        handed = out._ring.frames_read
+        interrupted_at = time.monotonic()
+        out.interrupt(p.get("fade_ms"))
+    thread.join(timeout=DEADLINE_S)
+    ended = out.end(utterance, NEVER, timeout=DEADLINE_S)
     emit(
         "interrupted",
         handed=handed,
@@ -136,61 +162,67 @@ def scenario_interrupt(out: AlsaOutput, p: dict[str, Any]) -> None:
         flag=utterance.interrupted,
         **result,
     )
-    time.sleep(0.5)  # a gap, so the test can tell the fade-out from what follows
+    time.sleep(0.5)  # the scenario: a gap, so the test tells the fade-out from what follows
     emit("played", **play(out, "next", tone(660.0, 0.3)))
 
 
-def scenario_missing(out: AlsaOutput, p: dict[str, Any]) -> None:
-    time.sleep(p.get("wait", 0.0))  # let the supervisor retry a few times
+def scenario_missing(out: ProbedOutput, p: dict[str, Any]) -> None:
+    # The first attempt is start()'s; then the supervisor retries, backing off.
+    retries = p.get("retries", 0)
+    assert wait_for(lambda: out.opens_tried >= 1 + retries, DEADLINE_S + 2 * retries)
     error = None
     try:
         out.begin(Utterance("rejected", RATE))
     except AudioUnavailableError as err:
         error = str(err)
-    emit("state", begin_error=error)
+    emit("state", begin_error=error, opens_tried=out.opens_tried)
 
 
-def scenario_recover(out: AlsaOutput, p: dict[str, Any]) -> None:
+def scenario_recover(out: ProbedOutput, p: dict[str, Any]) -> None:
     emit("waiting", status=out.status)
     t0 = time.monotonic()
-    ok = wait_for(lambda: out.status == "ok", p.get("timeout", 20.0))
+    if p.get("await_retry"):  # the supervisor has tried (and failed) again since start()
+        tried = out.opens_tried
+        assert wait_for(lambda: out.opens_tried > tried, DEADLINE_S)
+        emit("retried", status=out.status, opens_tried=out.opens_tried)
+    ok = wait_for(lambda: out.status == "ok", p.get("timeout", 60.0))
     emit("recovered", ok=ok, after=time.monotonic() - t0)
     if ok:
         emit("played", **play(out, "after-recovery", tone(440.0, 0.5)))
 
 
-def scenario_callback_error(out: AlsaOutput, p: dict[str, Any]) -> None:
-    def inject() -> None:
-        time.sleep(0.4)
-        out._inject_callback_error(RuntimeError("boom from the test"))
+def scenario_callback_error(out: ProbedOutput, p: dict[str, Any]) -> None:
+    def inject() -> None:  # mid-tone: once a quarter of it went out
+        if wait_for(lambda: out._ring.frames_read >= RATE // 4, DEADLINE_S):
+            out._inject_callback_error(RuntimeError("boom from the test"))
 
     threading.Thread(target=inject, name="injector", daemon=True).start()
     emit("played", **play(out, "tone", tone(440.0, 1.0)))
 
 
-def scenario_dead_stream(out: AlsaOutput, p: dict[str, Any]) -> None:
+def scenario_dead_stream(out: ProbedOutput, p: dict[str, Any]) -> None:
     out._stream.abort()  # what a crashed callback or an ALSA error leaves behind
     emit("aborted", status=out.status)
-    ok = wait_for(lambda: out.stream_opens == 2 and out.status == "ok", 5)
+    ok = wait_for(lambda: out.stream_opens == 2 and out.status == "ok", DEADLINE_S)
     emit("reopened", ok=ok)
     emit("played", **play(out, "after-reopen", tone(440.0, 0.5)))
 
 
-def scenario_lost_device(out: AlsaOutput, p: dict[str, Any]) -> None:
+def scenario_lost_device(out: ProbedOutput, p: dict[str, Any]) -> None:
     utterance = Utterance("cut-off", RATE)
     out.begin(utterance)
     result: dict[str, Any] = {}
 
     def writer() -> None:
         result["write_ok"] = out.write(utterance, tone(440.0, 4.0), NEVER)
-        result["end_ok"] = out.end(utterance, NEVER, timeout=10)
+        result["end_ok"] = out.end(utterance, NEVER, timeout=DEADLINE_S)
 
     thread = threading.Thread(target=writer, name="writer", daemon=True)
     thread.start()
-    assert wait_for(lambda: utterance.first_sample_at is not None, 5)
+    assert wait_for(lambda: utterance.first_sample_at is not None, DEADLINE_S)
     emit("playing")
-    degraded = wait_for(lambda: out.status != "ok", 10)
-    thread.join(timeout=10)
+    degraded = wait_for(lambda: out.status != "ok", DEADLINE_S)
+    thread.join(timeout=DEADLINE_S)
     emit("degraded", ok=degraded, status=out.status, writer_done=not thread.is_alive(), **result)
     scenario_recover(out, p)
 
@@ -209,7 +241,9 @@ def main() -> None:
         emit("started", **counters(out))
         scenario(out, params)
         emit("done", **counters(out))
-        time.sleep(0.3)  # the last frames are still in the device buffer: let them play
+        # The last frames are still in the device buffer: keep the stream open until the
+        # test has heard them (it closes our stdin; EOF at once if it has none).
+        sys.stdin.read()
     finally:
         out.close()
 

@@ -18,6 +18,8 @@ from typing import IO
 
 import numpy as np
 
+from .waiting import DEFAULT_TIMEOUT_S, stop_process, wait_until
+
 RATE = 22050
 
 
@@ -32,6 +34,7 @@ class VirtualSoundCard:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._chunks: list[tuple[float, bytes]] = []
+        self._bytes = 0  # captured so far: grows in real time while pulseaudio runs
 
     @property
     def env(self) -> dict[str, str]:
@@ -58,11 +61,18 @@ class VirtualSoundCard:
             self._proc = self._spawn(env, log)
         self._reader = threading.Thread(target=self._read, name="fifo-reader", daemon=True)
         self._reader.start()
-        deadline = time.monotonic() + 15
-        while not self.socket.exists():
-            if self._proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"pulseaudio did not start: {self.log()}")
-            time.sleep(0.05)
+        proc = self._proc
+
+        def listening() -> bool:
+            if proc.poll() is not None:
+                raise RuntimeError(f"pulseaudio exited with {proc.returncode}: {self.log()}")
+            return self.socket.exists()
+
+        try:
+            wait_until(listening, DEFAULT_TIMEOUT_S, "pulseaudio's socket", self.log, 0.05)
+        except BaseException:
+            self.stop()  # no pulseaudio left behind by a start that failed
+            raise
 
     def _spawn(self, env: dict[str, str], log: IO[bytes]) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
@@ -87,11 +97,12 @@ class VirtualSoundCard:
     def _read(self) -> None:
         with self.fifo.open("rb") as fifo:  # blocks until pulseaudio opens the write end
             while not self._stop.is_set():
-                data = fifo.read1(4096)  # type: ignore[attr-defined]
+                data = fifo.read1(4096)
                 if not data:
                     return
                 with self._lock:
                     self._chunks.append((time.monotonic(), data))
+                    self._bytes += len(data)
 
     def log(self) -> str:
         path = self.root / "pa.log"
@@ -107,6 +118,57 @@ class VirtualSoundCard:
             data = b"".join(chunk for _, chunk in self._chunks[since:])
         return np.frombuffer(data[: len(data) // 2 * 2], dtype="<i2")
 
+    def captured_seconds(self) -> float:
+        """How much the sink has written (sound or silence): a clock of the card."""
+        with self._lock:
+            return self._bytes / 2 / self.rate
+
+    def wait_sound(
+        self, since: int = 0, timeout: float = DEFAULT_TIMEOUT_S, threshold: int = 300
+    ) -> float:
+        """Wait until something audible came out after `since`; the time it came."""
+        heard = wait_until(
+            lambda: self.first_sound_time(since, threshold),
+            timeout,
+            f"sound (|sample| > {threshold}) from the card",
+            self._status,
+        )
+        assert heard is not None
+        return heard
+
+    def wait_played(
+        self,
+        since: int = 0,
+        min_sound_s: float = 0.0,
+        silence_s: float = 0.3,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        threshold: int = 0,
+    ) -> np.ndarray:
+        """Wait until what was played has come out of the sound server, and return the
+        capture since `since`: sound spanning at least `min_sound_s` (first to last sample
+        above `threshold`), followed by `silence_s` of silence (the idle sink writes
+        exact zeros). Use `min_sound_s` when the audio has pauses of its own."""
+
+        def played() -> list[np.ndarray]:  # [the capture] once played, else []
+            audio = self.captured(since)
+            loud = np.flatnonzero(np.abs(audio.astype(np.int32)) > threshold)
+            if not loud.size:
+                return []
+            span = (loud[-1] - loud[0] + 1) / self.rate
+            after = (audio.size - 1 - loud[-1]) / self.rate
+            return [audio] if span >= min_sound_s and after >= silence_s else []
+
+        what = f"{min_sound_s:g} s of sound then {silence_s:g} s of silence from the card"
+        [audio] = wait_until(played, timeout, what, self._status, 0.05)
+        return audio
+
+    def _status(self) -> str:
+        alive = self._proc is not None and self._proc.poll() is None
+        return (
+            f"card: {self.captured_seconds():.1f} s captured, pulseaudio "
+            f"{'running' if alive else 'not running'}; log: {self.log()[-2000:]}"
+        )
+
     def first_sound_time(self, since: int = 0, threshold: int = 300) -> float | None:
         """Monotonic time at which a non-silent chunk came out of the sound server."""
         with self._lock:
@@ -118,13 +180,22 @@ class VirtualSoundCard:
         return None
 
     def stop(self) -> None:
+        """Stop pulseaudio and the reader; safe to call twice, and after a failed start."""
         self._stop.set()
-        if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(timeout=5)
-        if self._reader is not None:
-            self._reader.join(timeout=5)
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            stop_process(proc, timeout=5)
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            if reader.is_alive():
+                self._unblock_reader()
+            reader.join(timeout=5)
+
+    def _unblock_reader(self) -> None:
+        """A reader still waiting in open() for a writer (pulseaudio never opened the
+        FIFO) gets one, then EOF; otherwise its thread would outlive the test."""
+        try:
+            fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # no reader waiting (ENXIO), or the FIFO is gone
+            return
+        os.close(fd)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from .conftest import REPO, run_cli
+
+pytestmark = pytest.mark.slow  # each test runs the CLI as a subprocess
 
 
 def test_shipped_configs_are_valid() -> None:

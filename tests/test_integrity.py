@@ -132,6 +132,7 @@ def test_verify_model_prints_digest(fp32_files: files.VoiceFiles) -> None:
     assert "pinned by builtin" in result.stdout
 
 
+@pytest.mark.slow  # the check runs in a child process, on a copy of the real voice
 @pytest.mark.parametrize(
     ("content", "message"),
     [("external", "external data"), ("garbage", "not a valid ONNX model")],

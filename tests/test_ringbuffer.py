@@ -11,6 +11,8 @@ import pytest
 
 from edge_tts.ringbuffer import RingBuffer
 
+from .waiting import DEFAULT_TIMEOUT_S, wait_until
+
 NEVER = threading.Event()
 
 
@@ -33,8 +35,9 @@ class Writer:
         )
         self._thread.start()
 
-    def join(self, timeout: float = 2.0) -> list[int]:
+    def join(self, timeout: float = DEFAULT_TIMEOUT_S) -> list[int]:
         self._thread.join(timeout)
+        assert not self._thread.is_alive(), f"write() still blocked after {timeout:g} s"
         return self.result
 
 
@@ -64,7 +67,8 @@ def test_concurrent_writer_and_reader_round_trip() -> None:
     data = np.random.default_rng(3).integers(-32768, 32767, size=40_000, dtype=np.int16)
     ring = RingBuffer(1000)
     writer = Writer(ring, data, NEVER)
-    chunks, deadline = [], time.monotonic() + 10
+    chunks: list[np.ndarray] = []
+    deadline = time.monotonic() + DEFAULT_TIMEOUT_S
     while sum(c.size for c in chunks) < data.size and time.monotonic() < deadline:
         chunks.append(read(ring, 333))
     assert writer.join() == [data.size]
@@ -74,10 +78,10 @@ def test_concurrent_writer_and_reader_round_trip() -> None:
 def test_write_blocks_while_full_and_resumes_when_read() -> None:
     ring = RingBuffer(100)
     writer = Writer(ring, ramp(150), NEVER)
-    time.sleep(0.2)
-    assert not writer.result and ring.frames_written == 100  # filled, then waiting
+    wait_until(lambda: ring.frames_written == 100, what="the writer to fill the ring")
+    assert not writer.result  # filled, then waiting
     cpu = time.process_time()
-    time.sleep(0.3)
+    time.sleep(0.3)  # the behaviour under test: what the waiting writer costs meanwhile
     assert time.process_time() - cpu < 0.05  # waiting on a Condition, not spinning
     np.testing.assert_array_equal(read(ring, 60), ramp(60))
     assert writer.join() == [150]
@@ -88,18 +92,21 @@ def test_stop_event_unblocks_a_writer() -> None:
     ring = RingBuffer(100)
     stop = threading.Event()
     writer = Writer(ring, ramp(150), stop)
-    time.sleep(0.1)
+    wait_until(lambda: ring.frames_written == 100, what="the writer to fill the ring")
     stopped = time.monotonic()
     stop.set()  # nobody notifies the ring: the writer notices within its poll interval
     assert writer.join() == [100]
-    assert time.monotonic() - stopped < 0.5
+    # The poll is 50 ms; a bound of seconds still tells polling from "never" (join's
+    # timeout) and leaves room for a machine too busy to run the writer at once.
+    assert time.monotonic() - stopped < 5
 
 
 def test_write_timeout_returns_what_fit() -> None:
     ring = RingBuffer(10)
     started = time.monotonic()
     assert ring.write(ramp(25), NEVER, timeout=0.1) == 10
-    assert 0.09 < time.monotonic() - started < 1.0
+    # Not before its timeout; the upper bound only catches a hang (a busy machine is slow).
+    assert 0.09 < time.monotonic() - started < 10
 
 
 def test_stopped_before_writing_writes_nothing() -> None:
@@ -144,9 +151,11 @@ def test_fade_tail_shapes_only_the_last_unread_frames() -> None:
 def test_wait_until_read() -> None:
     ring = RingBuffer(10)
     ring.write(ramp(5), NEVER)
-    assert ring.wait_until_read(5, timeout=0.05) is False
-    threading.Timer(0.05, lambda: read(ring, 5)).start()
-    assert ring.wait_until_read(5, timeout=2) is True
+    assert ring.wait_until_read(5, timeout=0.05) is False  # the behaviour: it times out
+    reader = threading.Timer(0.05, lambda: read(ring, 5))  # a reader that comes later
+    reader.start()
+    assert ring.wait_until_read(5, timeout=DEFAULT_TIMEOUT_S) is True
+    reader.join(DEFAULT_TIMEOUT_S)
 
 
 def test_read_into_never_allocates() -> None:

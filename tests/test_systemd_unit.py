@@ -8,6 +8,7 @@ address families, namespaces, capabilities) around the real daemon.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import re
@@ -15,7 +16,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,8 +28,9 @@ from edge_tts.cli import EXIT_REFUSED
 from edge_tts.config import PASSWORD_CREDENTIAL
 
 from .broker import Broker, Recorder
-from .daemon_proc import NotifySocket, daemon_config
+from .daemon_proc import NotifySocket, daemon_config, wait_ready
 from .soundcard import VirtualSoundCard
+from .waiting import REQUEST_TIMEOUT_S, stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 UNIT = REPO / "systemd" / "edge-ttsd.service"
@@ -202,18 +203,15 @@ def rig() -> Iterator[tuple[Path, Broker, Recorder, VirtualSoundCard]]:
     work = Path(tempfile.mkdtemp(prefix="ttsd-sb-"))  # short: unix socket paths are limited
     card_dir = work / "card"
     card_dir.mkdir()
-    card = VirtualSoundCard(card_dir)
-    card.start()
-    broker = Broker(work)
-    broker.start()
-    recorder = Recorder(broker.port, ["edge-tts/#"])
-    try:
+    with contextlib.ExitStack() as stack:  # stops what started, in reverse, also on failure
+        stack.callback(shutil.rmtree, work, ignore_errors=True)
+        card = VirtualSoundCard(card_dir)
+        stack.callback(card.stop)
+        card.start()
+        broker = stack.enter_context(Broker(work))
+        recorder = Recorder(broker.port, ["edge-tts/#"])
+        stack.callback(recorder.close)
         yield work, broker, recorder, card
-    finally:
-        recorder.close()
-        broker.stop()
-        card.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def _run_sandboxed(
@@ -247,9 +245,9 @@ def _run_sandboxed(
 
 
 def _stop(proc: subprocess.Popen[bytes], notify: NotifySocket) -> int:
-    proc.terminate()
+    """SIGTERM (SIGKILL after 30 s); the exit status."""
     try:
-        return proc.wait(30)
+        return stop_process(proc, timeout=30)
     finally:
         notify.close()
 
@@ -264,14 +262,14 @@ def test_daemon_plays_inside_the_unit_seccomp_sandbox(
     work, broker, recorder, card = rig
     proc, notify, log = _run_sandboxed(work, broker.port, card)
     try:
-        notify.wait_for("READY=1", timeout=90)
+        wait_ready(notify, proc, log=log.read_text)
         mark = card.mark()
         recorder.publish("edge-tts/testpi/say", json.dumps({"text": "Sandbox check.", "id": "s1"}))
-        finished = recorder.wait_event("edge-tts/testpi/events", "finished", "s1", timeout=60)
+        finished = recorder.wait_event(
+            "edge-tts/testpi/events", "finished", "s1", timeout=REQUEST_TIMEOUT_S
+        )
         assert finished["audio_ms"] > 300
-        deadline = time.monotonic() + 10
-        while card.first_sound_time(mark) is None and time.monotonic() < deadline:
-            time.sleep(0.1)
+        card.wait_sound(mark)
         audio = card.captured(mark)
         assert int(np.abs(audio.astype(np.int32)).max()) > 1000, "no audio came out"
     finally:
@@ -290,9 +288,11 @@ def test_memory_deny_write_execute_breaks_playback(
     work, broker, recorder, card = rig
     proc, notify, log = _run_sandboxed(work, broker.port, card, "MemoryDenyWriteExecute=yes")
     try:
-        notify.wait_for("READY=1", timeout=90)  # voice, numpy, onnxruntime: all fine
+        wait_ready(notify, proc, log=log.read_text)  # voice, numpy, onnxruntime: all fine
         recorder.publish("edge-tts/testpi/say", json.dumps({"text": "Is it there?", "id": "m1"}))
-        rejected = recorder.wait_event("edge-tts/testpi/events", "rejected", "m1", timeout=60)
+        rejected = recorder.wait_event(
+            "edge-tts/testpi/events", "rejected", "m1", timeout=REQUEST_TIMEOUT_S
+        )
     finally:
         _stop(proc, notify)
     assert "audio output unavailable" in json.dumps(rejected)
