@@ -28,6 +28,8 @@ from .messages import (
     hermes_site,
     parse_hermes,
     parse_say,
+    payload_id,
+    valid_response_topic,
 )
 from .mqtt_link import Inbound, MqttLink
 from .notify import HealthTick, Notifier
@@ -61,7 +63,13 @@ class Voices:
             voice_files = files.from_model_path(vs.path) if vs.path else files.default_voice()
         except files.VoiceNotFoundError as err:
             raise StartupRefused(str(err)) from err
-        return Voice(voice_files, pinned_sha256=vs.sha256, threads=self._settings.synthesis.threads)
+        synthesis = self._settings.synthesis
+        return Voice(
+            voice_files,
+            pinned_sha256=vs.sha256,
+            threads=synthesis.threads,
+            max_phonemes=synthesis.max_phonemes,
+        )
 
     @property
     def default(self) -> Voice:
@@ -93,6 +101,13 @@ class Reporter:
         self.telemetry = telemetry
 
     def _emit(self, job: Job, kind: str, final: bool, **fields: object) -> None:
+        if final:
+            # Acknowledged first: a sender that sees the final event knows the broker will
+            # not deliver the request again (both go out in order on one connection).
+            job.concluded = True
+            for delivery in job.deliveries:
+                assert isinstance(delivery, Inbound)
+                self.link.ack(delivery)
         payload = event(kind, job.request, **fields)
         self.link.publish(self.topics.events, payload)
         request = job.request
@@ -100,10 +115,6 @@ class Reporter:
             self.link.publish(
                 request.response_topic, payload, correlation_data=request.correlation_data
             )
-        if final:
-            for delivery in job.deliveries:
-                assert isinstance(delivery, Inbound)
-                self.link.ack(delivery)
 
     def queued(self, job: Job, position: int) -> None:
         self.telemetry.count("received")
@@ -152,12 +163,18 @@ class Reporter:
         self._emit(job, "interrupted", final=True, by=by, audio_ms=round(job.audio_seconds * 1000))
         self._hermes_done(job)
 
-    def duplicate(self, job: Job) -> None:
+    def duplicate(self, job: Job, reason: str) -> None:
+        """The same request again (same id and text, or a broker redelivery): not played
+        twice, but answered, so a sender always learns what became of a message."""
         self.telemetry.count("duplicates")
-        _LOGGER.info("Request %s was already played; acknowledging the redelivery", job.request.id)
-        for delivery in job.deliveries:
-            assert isinstance(delivery, Inbound)
-            self.link.ack(delivery)
+        _LOGGER.info("Request %s is a duplicate (%s); not played again", job.request.id, reason)
+        self._emit(job, "duplicate", final=True, reason=reason)
+        self._hermes_done(job)
+
+    def deferred(self, job: Job) -> None:
+        """Not a final event: the daemon stops, and the broker delivers it again."""
+        self.telemetry.count("deferred")
+        self._emit(job, "deferred", final=False, reason="daemon stopping; plays after restart")
 
     def _hermes_done(self, job: Job, error: str | None = None) -> None:
         hermes = job.request.hermes
@@ -176,14 +193,17 @@ class Reporter:
     ) -> None:
         self.telemetry.count("rejected")
         _LOGGER.warning("Rejected a message on %s: %s", inbound.envelope.topic, reason)
-        self.link.publish(
-            self.topics.events, event("rejected", None, reason=reason, topic=inbound.envelope.topic)
-        )
         env = inbound.envelope
-        if env.response_topic:
+        sender_id = payload_id(env.payload)
+        self.link.publish(
+            self.topics.events,
+            event("rejected", None, id=sender_id, reason=reason, topic=env.topic),
+        )
+        response_topic = valid_response_topic(env)
+        if response_topic:
             self.link.publish(
-                env.response_topic,
-                event("rejected", None, reason=reason),
+                response_topic,
+                event("rejected", None, id=sender_id, reason=reason),
                 correlation_data=env.correlation_data,
             )
         if hermes is not None:
@@ -210,25 +230,51 @@ class Daemon:
         self.pipeline: Pipeline | None = None
         self.link: MqttLink | None = None
         self.reporter: Reporter | None = None
+        self._retained_warned: set[str] = set()
+        self.played: PlayedStore | None = None
+        self._last_problems: list[str] = []
 
     # --- intake (paho's thread): parse and enqueue, nothing more -------------------
 
     def on_message(self, inbound: Inbound) -> None:
-        assert self.reporter is not None and self.pipeline is not None
+        assert self.reporter is not None and self.pipeline is not None and self.link is not None
         env = inbound.envelope
         hermes = env.topic == Topics.hermes_say
         if hermes and hermes_site(env.payload) not in (self.site_id, None):
-            assert self.link is not None
             self.link.ack(inbound)  # addressed to another satellite
             return
+        if env.retained:
+            self._skip_retained_copy(inbound)
+            return
+        site = (self.site_id, _session(env.payload)) if hermes else None
         try:
             request = self._parse(env, hermes)
             job = self._job(request, inbound)
         except BadRequest as err:
-            site = (self.site_id, _session(env.payload)) if hermes else None
             self.reporter.bad_payload(inbound, str(err), site)
             return
+        except Exception as err:  # a bug must still answer the sender, never drop silently
+            _LOGGER.exception("Could not take a message on %s", env.topic)
+            self.reporter.bad_payload(inbound, f"internal error: {err}", site)
+            return
         self.pipeline.submit(job)
+
+    def _skip_retained_copy(self, inbound: Inbound) -> None:
+        """A retained request plays once, when it is published (it reaches us live, without
+        the retain flag). The broker's stored copy, which MQTT 3.1.1 replays at every
+        subscribe (MQTT 5 is asked not to), is not a new request: acknowledge and skip it."""
+        assert self.link is not None
+        self.link.ack(inbound)
+        topic = inbound.envelope.topic
+        self.telemetry.count("retained_skipped")
+        if topic not in self._retained_warned:
+            self._retained_warned.add(topic)
+            _LOGGER.warning(
+                "Skipping the broker's retained copy on %s (it played when published); "
+                "clear it with: mosquitto_pub -r -n -t '%s'",
+                topic,
+                topic,
+            )
 
     def _parse(self, env: Envelope, hermes: bool) -> SayRequest:
         q = self.settings.queue
@@ -264,7 +310,10 @@ class Daemon:
         if s.synthesis.preload:
             self.notifier.status(f"loading voice {default.name}")
             default.load()  # ModelIntegrityError propagates: refuse to start
+            self.notifier.status(f"warming up voice {default.name}")
+            started = time.monotonic()
             default.warm_up(concurrent=s.synthesis.max_concurrent)
+            _LOGGER.info("Warmed up voice %s in %.2f s", default.name, time.monotonic() - started)
         self.output = open_output(
             s.audio.sink,
             default.sample_rate,
@@ -277,9 +326,8 @@ class Daemon:
             s.audio.latency_ms / 1000,
         )
         self.output.start()
-        state_dir = s.resolved_state_dir()
-        state_dir.mkdir(parents=True, exist_ok=True)
-        played = PlayedStore(state_dir / "played.json")
+        # Created on the first save: an unwritable state directory degrades, not refuses.
+        self.played = PlayedStore(s.resolved_state_dir() / "played.json")
         client_id = s.broker.client_id or f"edge-tts-{s.device_id}"
         self.link = MqttLink(
             s.broker,
@@ -294,7 +342,7 @@ class Daemon:
             default.sample_rate,
             self.reporter,
             self.telemetry,
-            played,
+            self.played,
             queue_size=s.queue.size,
             max_concurrent=s.synthesis.max_concurrent,
             max_chunk_chars=s.synthesis.max_chunk_chars,
@@ -309,7 +357,7 @@ class Daemon:
         )
         self.publisher.start()
         self.health = HealthTick(
-            self.notifier, self.checks(), self.notifier.watchdog_interval() or 5.0, self.status_line
+            self.notifier, self.checks(), self.notifier.watchdog_interval() or 5.0, self._tick
         )
         self.health.start()
 
@@ -363,19 +411,55 @@ class Daemon:
             "audio": lambda: self.output is not None and self.output.alive,
         }
 
+    def problems(self) -> list[str]:
+        """What is wrong now, in words a user can act on (empty when all is well)."""
+        found = []
+        if self.output is not None and self.output.status != "ok":
+            found.append(f"audio {self.output.status}")
+        if self.played is not None and self.played.problem is not None:
+            found.append(f"state {self.played.problem}")
+        return found
+
     def status_line(self) -> str:
         link = "connected" if self.link and self.link.connected else "disconnected"
         audio = self.output.status if self.output else "not started"
         depth = self.pipeline.depth if self.pipeline else 0
         voice = self.voices.default
         loaded = "loaded" if voice.loaded else "lazy"
-        return f"mqtt {link}; audio {audio}; voice {voice.name} ({loaded}); queue {depth}"
+        state = (
+            f"; state degraded: {self.played.problem}"
+            if self.played and self.played.problem
+            else ""
+        )
+        line = f"mqtt {link}; audio {audio}; voice {voice.name} ({loaded}); queue {depth}{state}"
+        return f"degraded: {line}" if self.problems() else line
+
+    def _tick(self) -> str:
+        """The health tick's status step: retry what failed, say what changed."""
+        if self.output is not None:
+            self.output.recover()
+        if self.played is not None:
+            self.played.recover()
+        problems = self.problems()
+        if problems != self._last_problems and self.link is not None:
+            status = "degraded" if problems else "ok"
+            if problems:
+                _LOGGER.warning("Degraded: %s", "; ".join(problems))
+            else:
+                _LOGGER.info("Recovered: all is well again")
+            self.link.publish(
+                self.topics.events, event("status", None, status=status, problems=problems)
+            )
+        self._last_problems = problems
+        return self.status_line()
 
     def gauges(self) -> dict[str, object]:
         self.telemetry.set_counter("underruns", self.output.underruns if self.output else 0)
         return {
             "device": self.settings.device_id,
             "status": self.status_line(),
+            "health": "degraded" if self.problems() else "ok",
+            "problems": self.problems(),
             "audio": self.output.status if self.output else None,
             "queue_depth": self.pipeline.depth if self.pipeline else 0,
             "syntheses_in_flight": self.pipeline.in_flight if self.pipeline else 0,

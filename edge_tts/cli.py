@@ -152,6 +152,7 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def _cmd_say(args: argparse.Namespace) -> int:
+    from .config import SynthesisSettings
     from .say import DeviceSink, NoSoundCardError, Sink, WavSink, say
     from .synthesis import SpeechOptions, Synthesizer
     from .voice import files
@@ -164,7 +165,12 @@ def _cmd_say(args: argparse.Namespace) -> int:
     try:
         sink: Sink = WavSink(args.out) if args.out else DeviceSink(_device(args.device))
         share_runtime(args.threads)
-        voice = Voice(files.resolve(args.voice), pinned_sha256=args.sha256, threads=args.threads)
+        voice = Voice(
+            files.resolve(args.voice),
+            pinned_sha256=args.sha256,
+            threads=args.threads,
+            max_phonemes=SynthesisSettings().max_phonemes,
+        )
         options = SpeechOptions(
             speaker=args.speaker,
             length_scale=voice.config.length_scale / args.speed,

@@ -218,6 +218,9 @@ class SynthesisSettings(_Checked):
     max_concurrent: int = _setting(2, _between(1, 4))
     max_chunk_chars: int = _setting(200, _between(20, 2000))
     first_chunk_chars: int = _setting(40, _between(10, 2000))
+    # Longest encoder input: its memory grows with the square of the length, and a
+    # 200-character English chunk is 140-220 phonemes.
+    max_phonemes: int = _setting(300, _between(50, 2000))
     preload: bool = True  # False: load a voice on its first request
 
     def _check_together(self) -> None:

@@ -6,6 +6,7 @@ and acknowledging, the broker redelivers it, and this store keeps it from playin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -21,7 +22,9 @@ class PlayedStore:
         self._path = path
         self._capacity = capacity
         self._lock = threading.Lock()
+        self._save_lock = threading.Lock()  # one writer of the temporary file at a time
         self._keys: OrderedDict[str, None] = OrderedDict()
+        self.problem: str | None = None  # why the history cannot be saved now, if so
         self._load()
 
     def __contains__(self, key: str) -> bool:
@@ -52,12 +55,35 @@ class PlayedStore:
                 "Ignoring unreadable %s (%s): starting with no history", self._path, err
             )
 
+    def recover(self) -> None:
+        """Retry a failed save (the disk may be fixed): the status clears by itself."""
+        if self.problem is None or self._path is None:
+            return
+        with self._save_lock:
+            with self._lock:
+                snapshot = list(self._keys)
+            self._write(self._path, snapshot)
+
     def _save(self, keys: list[str]) -> None:
         if self._path is None:
             return
-        tmp = self._path.with_name(self._path.name + ".tmp")
+        with self._save_lock:
+            self._write(self._path, keys)
+
+    def _write(self, path: Path, keys: list[str]) -> None:
+        tmp = path.with_name(path.name + ".tmp")
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
             tmp.write_text(json.dumps(keys), "utf-8")
-            os.replace(tmp, self._path)  # atomic: a crash leaves the old or the new list
+            os.replace(tmp, path)  # atomic: a crash leaves the old or the new list
         except OSError as err:
-            _LOGGER.error("Cannot save played-request history to %s: %s", self._path, err)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            problem = f"cannot save played-request history to {path}: {err.strerror or err}"
+            if problem != self.problem:
+                _LOGGER.error("%s; a redelivery after a crash could play twice", problem)
+            self.problem = problem
+            return
+        if self.problem is not None:
+            _LOGGER.info("Played-request history is saved again to %s", path)
+        self.problem = None

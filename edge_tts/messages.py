@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -110,17 +111,41 @@ class Envelope:
 def parse_say(env: Envelope, max_text_chars: int, default_ttl: float | None = None) -> SayRequest:
     """Plain UTF-8 text, or JSON {text, id, priority, voice, speaker, speed, volume, ttl |
     expires_at, interrupt}. Raises BadRequest with a reason a user can act on."""
-    _refuse_retained(env)
+    _check_response_topic(env)
     text = _decode(env.payload)
     return _request(env, _say_fields(text), max_text_chars, default_ttl)
 
 
-def _refuse_retained(env: Envelope) -> None:
-    if env.retained:
-        raise BadRequest(
-            "retained say messages are not played (the broker would replay them on every "
-            "reconnect); publish without retain, and clear it with an empty retained message"
-        )
+MAX_TOPIC_BYTES = 65535  # MQTT's length prefix
+
+
+def publish_topic_problem(topic: str) -> str | None:
+    """Why `topic` cannot be published to, or None when it can (MQTT 3.1.1 4.7, 5.0 4.7)."""
+    if not topic:
+        return "is empty"
+    if "#" in topic or "+" in topic:
+        return "contains a wildcard (# or +)"
+    if "\0" in topic:
+        return "contains a NUL character"
+    if len(topic.encode("utf-8", "surrogatepass")) > MAX_TOPIC_BYTES:
+        return f"is longer than {MAX_TOPIC_BYTES} bytes"
+    return None
+
+
+def valid_response_topic(env: Envelope) -> str | None:
+    """The MQTT 5 response topic when we may publish to it, else None."""
+    topic = env.response_topic
+    return topic if topic is not None and publish_topic_problem(topic) is None else None
+
+
+def _check_response_topic(env: Envelope) -> None:
+    # Refused on arrival: found out only when the final event is published, it used to
+    # raise in the playback thread, after the request had played.
+    if env.response_topic is None:
+        return
+    problem = publish_topic_problem(env.response_topic)
+    if problem is not None:
+        raise BadRequest(f"response topic {env.response_topic[:100]!r} {problem}")
 
 
 def _say_fields(text: str) -> dict[str, Any]:
@@ -137,7 +162,7 @@ def _say_fields(text: str) -> dict[str, Any]:
 
 
 def parse_hermes(env: Envelope, max_text_chars: int) -> SayRequest:
-    _refuse_retained(env)
+    _check_response_topic(env)
     fields = _json_object(_decode(env.payload))
     site = fields.get("siteId", "default")
     session = fields.get("sessionId")
@@ -155,6 +180,20 @@ def hermes_site(payload: bytes) -> str | None:
     except (ValueError, AttributeError, RecursionError):
         return None
     return value if isinstance(value, str) else None
+
+
+def payload_id(payload: bytes) -> str | None:
+    """The sender's id in a payload we could not accept, when one can be read, so that
+    even a `rejected` event for a broken request names the request it answers."""
+    try:
+        value = json.loads(payload).get("id")
+    except (ValueError, AttributeError, RecursionError):
+        return None
+    if isinstance(value, str) and len(value) <= 200:
+        with contextlib.suppress(UnicodeEncodeError):
+            value.encode("utf-8")
+            return value
+    return None
 
 
 def _replace(request: SayRequest, **changes: Any) -> SayRequest:
@@ -220,8 +259,9 @@ def _request(
         raise BadRequest("'text' must be a non-empty string")
     if len(text) > max_text_chars:
         raise BadRequest(f"text is {len(text)} characters; the limit is {max_text_chars}")
+    _check_encodable("text", text)
     sender_id = _opt(f, "id", str)
-    key = sender_id or hashlib.sha256(env.topic.encode() + b"\0" + env.payload).hexdigest()[:32]
+    key = dedupe_key(sender_id, text, env)
     return SayRequest(
         id=sender_id or key[:16],
         text=text,
@@ -242,15 +282,38 @@ def _request(
     )
 
 
+def dedupe_key(sender_id: str | None, text: str, env: Envelope) -> str:
+    """What makes two messages the same request.
+
+    With an id: the id *and* the text, so a sender that reuses one id ("door") for
+    different announcements gets each of them played, while a repeat of the very same
+    request is recognised. Without an id: the topic and the exact payload (only a broker
+    redelivery is deduplicated then, see `dedupe`).
+    """
+    if sender_id is not None:
+        return f"{sender_id}#{hashlib.sha256(text.encode()).hexdigest()[:16]}"  # UTF-8 checked
+    return hashlib.sha256(env.topic.encode() + b"\0" + env.payload).hexdigest()[:32]
+
+
 def _opt(f: dict[str, Any], name: str, kind: type) -> Any:
     value = f.get(name)
     if value is not None and (
         not isinstance(value, kind) or isinstance(value, bool) != (kind is bool)
     ):
         raise BadRequest(f"'{name}' must be a {kind.__name__}")
-    if isinstance(value, str) and len(value) > 200:
-        raise BadRequest(f"'{name}' is too long")
+    if isinstance(value, str):
+        if len(value) > 200:
+            raise BadRequest(f"'{name}' is too long")
+        _check_encodable(name, value)
     return value
+
+
+def _check_encodable(name: str, value: str) -> None:
+    # JSON's "\ud800" escapes decode to lone surrogates, which no encoder downstream takes.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise BadRequest(f"'{name}' contains an unpaired UTF-16 surrogate (\\u escape)") from err
 
 
 def _speaker(value: object) -> str | None:
@@ -258,6 +321,8 @@ def _speaker(value: object) -> str | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise BadRequest("'speaker' must be a name or a number")
+    if isinstance(value, str):
+        _opt({"speaker": value}, "speaker", str)  # the same length and encoding checks
     return str(value)
 
 

@@ -7,6 +7,7 @@ the network thread would die).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import ssl
 import threading
@@ -16,10 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode, MQTTProtocolVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
+from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from .config import BrokerSettings
 from .messages import Envelope
@@ -32,6 +34,21 @@ RECONNECT_MIN_S, RECONNECT_MAX_S = 1, 30
 RECEIVE_MAXIMUM = 1000
 # CONNACK codes of a broker that does not speak MQTT 5: 132 (v5), 1 (3.1.1's own answer).
 _UNSUPPORTED_PROTOCOL = (132, 1)
+
+
+_PAHO_LOGGER = logging.getLogger("paho")
+
+
+class _StopNoise(logging.Filter):
+    """paho's network thread, ending after our clean disconnect, logs one ERROR
+    "Client is not connected": expected then, and noise in every stop's journal."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stopping = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.stopping and "Client is not connected" in record.getMessage())
 
 
 @dataclass(frozen=True)
@@ -67,6 +84,8 @@ class MqttLink:
         )
         self.connects = 0
         self.on_connected: Callable[[], None] | None = None
+        self._quiet = _StopNoise()
+        _PAHO_LOGGER.addFilter(self._quiet)
         self._client = self._make_client()
 
     # --- lifecycle -----------------------------------------------------------------
@@ -85,9 +104,12 @@ class MqttLink:
         """Say `offline` ourselves (a clean disconnect does not fire the will), then leave."""
         if self._connected.is_set():
             info = self._client.publish(self._availability, "offline", qos=1, retain=True)
-            info.wait_for_publish(timeout=2)
+            with contextlib.suppress(RuntimeError, ValueError):  # not sent: the will says it
+                info.wait_for_publish(timeout=2)
+        self._quiet.stopping = True
         self._client.disconnect()
         self._client.loop_stop()
+        _PAHO_LOGGER.removeFilter(self._quiet)
         self._connected.clear()
 
     @property
@@ -112,9 +134,14 @@ class MqttLink:
 
     def ack(self, inbound: Inbound) -> bool:
         """Acknowledge on the connection that delivered it; on a later one the mid means
-        another message, and the broker will redeliver this one anyway."""
+        another message, and the broker will redeliver this one anyway.
+
+        Only the connection counts, not the subscriptions: the broker redelivers a
+        session's unacknowledged messages right after CONNACK, before our SUBACK, and a
+        redelivery answered from the played-request history must be acknowledged then, or
+        it comes back at every reconnect."""
         with self._lock:
-            if inbound.generation != self._generation or not self._connected.is_set():
+            if inbound.generation != self._generation:
                 return False
             return self._client.ack(inbound.mid, inbound.qos) == mqtt.MQTT_ERR_SUCCESS
 
@@ -125,13 +152,24 @@ class MqttLink:
         qos: int = 1,
         retain: bool = False,
         correlation_data: bytes | None = None,
-    ) -> None:
+    ) -> bool:
+        """Publish, or log why not; never raises, so no caller's thread can die of it."""
         properties = None
         if correlation_data is not None and self._protocol == MQTTProtocolVersion.MQTTv5:
             properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
             properties.CorrelationData = correlation_data
-        # paho queues it while disconnected and sends it after the reconnect.
-        self._client.publish(topic, payload, qos=qos, retain=retain, properties=properties)
+        try:
+            # paho queues it while disconnected and sends it after the reconnect.
+            info = self._client.publish(
+                topic, payload, qos=qos, retain=retain, properties=properties
+            )
+        except (ValueError, TypeError) as err:  # a topic or payload paho refuses
+            _LOGGER.error("Cannot publish to %r: %s", topic[:200], err)
+            return False
+        if info.rc not in (mqtt.MQTT_ERR_SUCCESS, mqtt.MQTT_ERR_NO_CONN):
+            _LOGGER.error("Cannot publish to %r: %s", topic[:200], mqtt.error_string(info.rc))
+            return False
+        return True
 
     def _can_fall_back(self) -> bool:
         return self._broker.protocol == "auto" and self._protocol == MQTTProtocolVersion.MQTTv5
@@ -156,7 +194,7 @@ class MqttLink:
             clean_session=None if v5 else False,
             manual_ack=True,
         )
-        client.enable_logger(logging.getLogger("paho"))
+        client.enable_logger(_PAHO_LOGGER)
         client.reconnect_delay_set(RECONNECT_MIN_S, RECONNECT_MAX_S)
         client.will_set(self._availability, "offline", qos=1, retain=True)
         client.max_inflight_messages_set(100)
@@ -226,9 +264,18 @@ class MqttLink:
         )
         client.publish(self._availability, "online", qos=1, retain=True)
         # Connected means "serving": only once the broker has granted every subscription.
-        result, mid = client.subscribe([(topic, 1) for topic in self._subscriptions])
+        result, mid = self._subscribe(client)
         with self._lock:
             self._pending_subscribe = mid if result == mqtt.MQTT_ERR_SUCCESS else None
+
+    def _subscribe(self, client: mqtt.Client) -> tuple[MQTTErrorCode, int | None]:
+        if self._protocol != MQTTProtocolVersion.MQTTv5:
+            # 3.1.1 replays retained copies at every subscribe: the Daemon skips them.
+            return client.subscribe([(topic, 1) for topic in self._subscriptions])
+        # The broker's retained copy of a request is never sent at (re)subscribe: a
+        # request plays once, when it is published, not again at every reconnect.
+        options = SubscribeOptions(qos=1, retainHandling=SubscribeOptions.RETAIN_DO_NOT_SEND)
+        return client.subscribe([(topic, options) for topic in self._subscriptions])
 
     def _handle_subscribe(
         self,
@@ -259,6 +306,10 @@ class MqttLink:
         _props: Properties | None,
     ) -> None:
         self._connected.clear()
+        with self._lock:
+            self._generation += 1  # the old connection's message ids mean nothing now
+        if self._quiet.stopping:
+            return
         _LOGGER.warning("Disconnected from the broker (%s); reconnecting with back-off", reason)
         if self._broker.username:
             # Re-read the password file: a rotated credential applies without a restart.

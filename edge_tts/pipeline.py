@@ -13,6 +13,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -24,10 +25,11 @@ from .player import AudioOutput, AudioUnavailableError, Utterance
 from .synthesis import SpeechOptions, render
 from .telemetry import Telemetry
 from .text import EmptyTextError, prepare
-from .voice.model import Voice
+from .voice.model import Voice, release_free_memory
 
 _LOGGER = logging.getLogger(__name__)
 
+TRIM_AFTER_CHUNKS = 4  # return freed memory to the OS after a request this long, when idle
 LOOKAHEAD_CHUNKS = 2  # synthesized but unplayed chunks of the playing request
 NEXT_JOB_CHUNKS = 1  # chunks prepared for the request that plays next
 
@@ -41,7 +43,8 @@ class Reporter(Protocol):
     def rejected(self, job: Job, reason: str) -> None: ...
     def expired(self, job: Job) -> None: ...
     def interrupted(self, job: Job, by: str) -> None: ...
-    def duplicate(self, job: Job) -> None: ...
+    def duplicate(self, job: Job, reason: str) -> None: ...
+    def deferred(self, job: Job) -> None: ...
 
 
 @dataclass
@@ -74,6 +77,7 @@ class Job:
     # Set when it must stop playing: interrupted by another request, or shutdown.
     cancel: threading.Event = field(default_factory=threading.Event)
     audio_seconds: float = 0.0
+    concluded: bool = False  # its final event is out (set by the reporter)
 
     @property
     def synth_seconds(self) -> float:
@@ -130,15 +134,20 @@ class Pipeline:
             thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Fade out what plays and leave everything unplayed unacknowledged."""
+        """Fade out what plays and leave everything unplayed unacknowledged; each of them
+        gets a `deferred` event, so its sender knows it will come again."""
         self._stop.set()
         with self._cond:
+            unplayed = [*([self._playing] if self._playing else []), *sorted(self._queue)]
             if self._playing is not None:
                 self._playing.cancel.set()
             self._cond.notify_all()
         self.output.interrupt(self.fade_ms)
         for thread in self._threads:
             thread.join(timeout)
+        for job in unplayed:
+            if not job.concluded:
+                self._report(self.reporter.deferred, job)
 
     def alive(self) -> bool:
         return not self._stop.is_set() and all(t.is_alive() for t in self._threads)
@@ -159,30 +168,37 @@ class Pipeline:
         """Queue a request or reject it; never blocks."""
         request = job.request
         if self._stop.is_set():
-            return  # shutting down: unacknowledged, the broker redelivers it after restart
+            # Unacknowledged, so the broker redelivers it after the restart.
+            self.reporter.deferred(job)
+            return
         if request.dedupe and request.key in self.played:
-            self.reporter.duplicate(job)
+            self.reporter.duplicate(job, "already played")
             return
         with self._cond:
-            twin = self._active_twin(request)
-            if twin is not None:
-                # A redelivery of something queued or playing: ack both copies when it ends.
-                twin.deliveries.extend(job.deliveries)
-                self.telemetry.count("duplicates")
-                return
-            if len(self._queue) >= self.queue_size:
-                full = True
-            else:
-                full = False
-                job.seq = next(self._seq)
-                heapq.heappush(self._queue, job)
-                position = sum(1 for other in self._queue if other < job)
-                self._maybe_interrupt(job)
-                self._cond.notify_all()
-        if full:
+            position = self._enqueue(job)
+        if isinstance(position, str):
+            self.reporter.duplicate(job, position)
+        elif position is None:
             self.reporter.rejected(job, f"queue full ({self.queue_size} requests waiting)")
         else:
             self.reporter.queued(job, position)
+
+    def _enqueue(self, job: Job) -> int | str | None:
+        """Under the lock: the queue position, why it is a duplicate, or None when full."""
+        twin = self._active_twin(job.request)
+        if twin is not None:
+            # The same request is queued or playing: this delivery is acknowledged with
+            # the first copy's, once that one's fate is known.
+            twin.deliveries.extend(job.deliveries)
+            job.deliveries = []
+            return f"already {'playing' if twin is self._playing else 'queued'}"
+        if len(self._queue) >= self.queue_size:
+            return None
+        job.seq = next(self._seq)
+        heapq.heappush(self._queue, job)
+        self._maybe_interrupt(job)
+        self._cond.notify_all()
+        return sum(1 for other in self._queue if other < job)
 
     def _active_twin(self, request: SayRequest) -> Job | None:
         if not request.dedupe:
@@ -216,6 +232,9 @@ class Pipeline:
                     self._plan(job)
                 else:
                     self._synthesize(job, index)
+            except Exception:  # whatever one job does, the worker goes on to the next
+                _LOGGER.exception("Synthesis worker failed on %s", job.request.id)
+                self.telemetry.count("errors")
             finally:
                 with self._cond:
                     self._in_flight -= 1
@@ -277,6 +296,9 @@ class Pipeline:
             job.chunks = [Chunk(t) for t in texts]
         except (EmptyTextError, ValueError) as err:
             job.plan_error = str(err)
+        except Exception as err:
+            job.plan_error = f"internal error in the text front-end: {err}"
+            raise
         finally:
             job.planned.set()
 
@@ -306,14 +328,22 @@ class Pipeline:
                 continue
             try:
                 self._play(job)
-            except Exception:
+            except Exception as err:  # one job's failure is reported; the thread goes on
                 _LOGGER.exception("Playback of %s failed", job.request.id)
                 self.telemetry.count("errors")
-                self.reporter.rejected(job, "internal error during playback")
+                if not job.concluded:
+                    self._report(
+                        self.reporter.rejected, job, f"internal error during playback: {err}"
+                    )
             finally:
                 with self._cond:
                     self._playing = None
+                    idle = not self._queue
                     self._cond.notify_all()
+            if idle and len(job.chunks or ()) > TRIM_AFTER_CHUNKS:
+                # A long request leaves freed heap behind (audio pieces, encoder buffers);
+                # glibc keeps it unless asked, and RSS would stay at the burst's peak.
+                release_free_memory()
 
     def _next_job(self) -> Job | None:
         with self._cond:
@@ -333,7 +363,11 @@ class Pipeline:
             return
         job.started_at = time.monotonic()
         self.telemetry.observe("queue_wait_ms", (job.started_at - request.received_at) * 1000)
-        if not self._wait(job.planned):
+        if not self._wait(job.planned, job):
+            # Interrupted before it was planned: no worker plans an interrupted job, so
+            # waiting on without the job's cancel event was a deadlock (found by fuzzing).
+            if job.interrupted_by and not self._stop.is_set():
+                self.reporter.interrupted(job, job.interrupted_by)
             return
         if job.plan_error is not None:
             self.reporter.rejected(job, job.plan_error)
@@ -341,10 +375,9 @@ class Pipeline:
         job.utterance = Utterance(request_id=request.id, sample_rate=self.output_rate)
         try:
             self.output.begin(job.utterance)
-        except AudioUnavailableError as err:
+            self._play_chunks(job)
+        except AudioUnavailableError as err:  # at the start, or failing on the way
             self.reporter.rejected(job, f"audio output unavailable: {err}")
-            return
-        self._play_chunks(job)
 
     def _play_chunks(self, job: Job) -> None:
         assert job.chunks is not None
@@ -385,7 +418,7 @@ class Pipeline:
         if done:
             done = self.output.end(job.utterance, job.cancel, timeout=30.0)
         if self._stop.is_set() and not job.interrupted_by:
-            return  # shutdown: not acknowledged, so it plays again after restart
+            return  # shutdown: not acknowledged, so it plays again after restart; stop() says so
         if job.interrupted_by:
             self.reporter.interrupted(job, job.interrupted_by)
         elif not done:
@@ -395,6 +428,13 @@ class Pipeline:
             # Remembered even without a sender id: a redelivered copy (DUP) then matches.
             self.played.add(job.request.key)
             self.reporter.finished(job)
+
+    def _report(self, method: Callable[..., None], job: Job, *args: object) -> None:
+        """Report from a place that must not raise (an error handler, shutdown)."""
+        try:
+            method(job, *args)
+        except Exception:
+            _LOGGER.exception("Reporting the fate of %s failed", job.request.id)
 
     def _wait(self, event: threading.Event, job: Job | None = None) -> bool:
         while not event.wait(0.1):

@@ -40,6 +40,7 @@ SUPERVISOR_GRACE_S = 10.0  # beyond the longest back-off: a supervisor this late
 # synthesis threads run on a Pi; 100 ms is about two 1024-frame blocks at 22.05 kHz.
 DEFAULT_LATENCY_S = 0.1
 _WRITE_SLICE_S = 0.1  # how often a blocked write() re-checks the caller's stop event
+_PROBE_BYTES = 64 * 1024  # what a recovered WAV directory must take: a few blocks
 
 
 class AudioUnavailableError(RuntimeError):
@@ -72,6 +73,7 @@ class AudioOutput(Protocol):
     def write(self, utterance: Utterance, pcm: np.ndarray, stop: threading.Event) -> bool: ...
     def end(self, utterance: Utterance, stop: threading.Event, timeout: float) -> bool: ...
     def interrupt(self, fade_ms: int | None = None) -> None: ...
+    def recover(self) -> None: ...
 
 
 def open_output(
@@ -213,6 +215,9 @@ class AlsaOutput:
     def status(self) -> str:
         reason = self._reason
         return "ok" if reason is None else f"degraded: {reason}"
+
+    def recover(self) -> None:
+        """Nothing to do: the supervisor thread reopens the device by itself."""
 
     @property
     def underruns(self) -> int:
@@ -550,7 +555,11 @@ class WavDirOutput:
             wav = self._current_for(utterance)
             if stop.is_set() or wav is None:
                 return False
-            return wav.write(pcm)
+            try:
+                return wav.write(pcm)
+            except OSError as err:
+                self._current = None
+                raise self._write_failed(wav, err) from err
 
     def end(self, utterance: Utterance, stop: threading.Event, timeout: float) -> bool:
         with self._lock:
@@ -561,7 +570,40 @@ class WavDirOutput:
         if stop.is_set():
             wav.discard()
             return False
-        return wav.commit()
+        try:
+            wav.commit()
+        except OSError as err:
+            raise self._write_failed(wav, err) from err
+        self._reason = None  # a whole file was written: the directory works again
+        return True
+
+    def recover(self) -> None:
+        """While degraded, probe the directory (a full disk still lets an empty file be
+        created, so the probe writes data), so the status clears without a request."""
+        if self._reason is None or self._reason == "closed":
+            return
+        probe = self.directory / f".probe.{secrets.token_hex(4)}"
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            with probe.open("wb") as file:
+                file.write(bytes(_PROBE_BYTES))
+                file.flush()
+                os.fsync(file.fileno())
+        except OSError:
+            return
+        finally:
+            with contextlib.suppress(OSError):
+                probe.unlink(missing_ok=True)
+        _LOGGER.info("WAV output recovered: %s is writable again", self.directory)
+        self._reason = None
+
+    def _write_failed(self, wav: _WavFile, err: OSError) -> AudioUnavailableError:
+        wav.discard()  # no partial file is left behind
+        reason = f"cannot write into {self.directory}: {err.strerror or err}"
+        if reason != self._reason:
+            _LOGGER.warning("WAV output degraded: %s", reason)
+        self._reason = reason
+        return AudioUnavailableError(reason)
 
     def interrupt(self, fade_ms: int | None = None) -> None:
         """Nothing is audible to fade: the partial file is dropped, write/end return False."""
@@ -609,22 +651,23 @@ class _WavFile:
                 self.utterance.first_sample_at = time.monotonic()
         return True
 
-    def commit(self) -> bool:
+    def commit(self) -> None:
         tail = (self._tail * fade_out_gain(self._tail.size)).astype("<i2")
         self._wav.writeframes(tail.tobytes())
         if self.utterance.first_sample_at is None:
             self.utterance.first_sample_at = time.monotonic()
         self._wav.close()
-        self._file.close()
+        self._file.close()  # flushes: a full disk shows here at the latest
         os.replace(self.temp, self.final)  # a reader sees no file or the whole file
         self.utterance.finished_at = time.monotonic()
-        return True
 
     def discard(self) -> None:
-        try:
+        # Closing rewrites the header and flushes, which fails again on a full disk.
+        with contextlib.suppress(OSError):
             self._wav.close()
+        with contextlib.suppress(OSError):
             self._file.close()
-        finally:
+        with contextlib.suppress(OSError):
             self.temp.unlink(missing_ok=True)
 
 

@@ -15,7 +15,6 @@ import numpy as np
 from .pause_gate import PauseGate
 from .text import EmptyTextError, prepare
 from .voice.model import FIRST_WINDOW_FRAMES, SynthesisParams, Voice, to_pcm16
-from .voice.phonemize import text_to_ids
 
 
 @dataclass(frozen=True)
@@ -93,7 +92,7 @@ def render(
     params = options.params()
     opening = first
     gate = PauseGate()
-    for ids in text_to_ids(text, voice.config):
+    for ids in voice.ids(text):
         first_frames = FIRST_WINDOW_FRAMES if opening else None
         for audio in voice.stream(ids, params, first_frames):
             if opening:

@@ -87,6 +87,8 @@ class Telemetry:
         "underruns",
         "reconnects",
         "duplicates",
+        "retained_skipped",
+        "deferred",
     )
 
     def __init__(self, window: int = 1000) -> None:

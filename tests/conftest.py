@@ -15,6 +15,7 @@ import pytest
 from edge_tts.voice import files
 from edge_tts.voice.model import Voice
 
+from .broker import Broker
 from .soundcard import VirtualSoundCard
 
 REPO = Path(__file__).resolve().parents[1]
@@ -65,9 +66,25 @@ def run_cli(
 def sound_card() -> Iterator[VirtualSoundCard]:
     # A short path: the unix socket path must fit in 108 bytes.
     card = VirtualSoundCard(Path(tempfile.mkdtemp(prefix="vcard-")))
-    card.start()
     try:
+        card.start()
         yield card
     finally:
         card.stop()
         shutil.rmtree(card.root, ignore_errors=True)
+
+
+@pytest.fixture()
+def workdir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="ttsd-"))  # short: unix socket paths are limited
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture()
+def broker(workdir: Path) -> Iterator[Broker]:
+    """A real Mosquitto on a free loopback port, stopped also when the test fails."""
+    with Broker(workdir) as b:
+        yield b

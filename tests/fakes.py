@@ -12,6 +12,7 @@ import numpy as np
 from edge_tts.player import AudioUnavailableError, Utterance
 from edge_tts.voice import files
 from edge_tts.voice.model import SynthesisParams, load_config
+from edge_tts.voice.phonemize import text_to_ids
 
 
 class FakeVoice:
@@ -33,13 +34,16 @@ class FakeVoice:
             raise ValueError(f"voice fake has one speaker; got speaker {speaker!r}")
         return None
 
+    def ids(self, text: str) -> list[list[int]]:
+        return text_to_ids(text, self.config)
+
     def synthesize(self, ids: list[int], params: SynthesisParams | None = None) -> np.ndarray:
         with self._lock:
             self.calls += 1
             self.concurrent += 1
             self.max_concurrent = max(self.max_concurrent, self.concurrent)
         started = time.monotonic()
-        time.sleep(self.delay)
+        time.sleep(self.delay)  # a fake pacing itself: synthesis takes time
         with self._lock:
             self.concurrent -= 1
             self.intervals.append((started, time.monotonic()))
@@ -70,6 +74,7 @@ class FakeOutput:
 
     def start(self) -> None: ...
     def close(self) -> None: ...
+    def recover(self) -> None: ...
 
     @property
     def healthy(self) -> bool:
@@ -100,7 +105,7 @@ class FakeOutput:
             if stop.is_set() or self._interrupted.is_set():
                 utterance.interrupted = True
                 return False
-            time.sleep(0.002)
+            time.sleep(0.002)  # a fake pacing itself: playing takes (scaled) real time
         self.played.append((utterance.request_id, len(pcm)))
         return True
 
@@ -126,6 +131,7 @@ class FakeReporter:
             self.events.append((kind, job.request.id, detail))  # type: ignore[attr-defined]
             if final:
                 self.acked.extend(job.deliveries)  # type: ignore[attr-defined]
+                job.concluded = True  # type: ignore[attr-defined]
             self._cond.notify_all()
 
     def queued(self, job: object, position: int) -> None:
@@ -146,8 +152,11 @@ class FakeReporter:
     def interrupted(self, job: object, by: str) -> None:
         self._add("interrupted", job, by)
 
-    def duplicate(self, job: object) -> None:
-        self._add("duplicate", job)
+    def duplicate(self, job: object, reason: str) -> None:
+        self._add("duplicate", job, reason)
+
+    def deferred(self, job: object) -> None:
+        self._add("deferred", job, final=False)
 
     def of(self, kind: str) -> list[str]:
         with self._cond:

@@ -3,10 +3,13 @@ card, a fake NOTIFY_SOCKET; the daemon runs as a subprocess like under systemd."
 
 from __future__ import annotations
 
+import contextlib
 import json
-import shutil
-import tempfile
+import os
+import subprocess
+import sys
 import time
+import wave
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,34 +19,28 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from .broker import Broker, Recorder
-from .daemon_proc import DaemonProcess, daemon_config
+from .broker import Broker, Recorder, make_tls_material
+from .daemon_proc import (
+    REPO,
+    DaemonProcess,
+    NotifySocket,
+    daemon_config,
+    wait_ready,
+    wait_working,
+)
 from .soundcard import VirtualSoundCard
+from .waiting import REQUEST_TIMEOUT_S, stop_process
 
 pytestmark = pytest.mark.slow
 
 SAY = "edge-tts/testpi/say"
 EVENTS = "edge-tts/testpi/events"
+TELEMETRY = "edge-tts/testpi/telemetry"
 LONG = (
     "The kitchen lights were turned off after ten minutes without movement. "
     "The washing machine has finished its cycle, and the dryer will start soon. "
     "Please remember to take your keys and close the garage before you leave."
 )
-
-
-@pytest.fixture()
-def workdir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="ttsd-"))  # short: unix socket paths are limited
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture()
-def broker(workdir: Path) -> Iterator[Broker]:
-    b = Broker(workdir)
-    b.start()
-    yield b
-    b.stop()
 
 
 @pytest.fixture()
@@ -67,7 +64,7 @@ class Rig:
 
     def restart(self) -> DaemonProcess:
         assert self.daemon is not None
-        self.daemon.notify.close()
+        self.daemon.close()  # kills it if it still runs
         (self.workdir / "notify.sock").unlink()
         config = yaml_load(self.daemon.config_path)
         self.daemon = DaemonProcess(self.workdir, config, env=self.card.env)
@@ -88,6 +85,36 @@ class Rig:
     def finished_order(self) -> list[str]:
         return [e["id"] for e in self.rec.events(EVENTS) if e["event"] == "finished"]
 
+    def telemetry_after(self, kind: str, request_id: str) -> dict[str, Any]:
+        """The telemetry snapshot taken after the `kind` event of `request_id` arrived:
+        the second one published after it (the first may have been taken before it)."""
+        at = next(
+            t
+            for t, topic, p, _ in self.rec.messages
+            if topic == EVENTS
+            and json.loads(p).get("id") == request_id
+            and json.loads(p).get("event") == kind
+        )
+
+        def later() -> list[bytes]:
+            return [p for t, topic, p, _ in self.rec.messages if topic == TELEMETRY and t > at]
+
+        self.rec.wait_for(lambda: len(later()) >= 2, 60, f"telemetry after {kind} {request_id}")
+        snapshot: dict[str, Any] = json.loads(later()[-1])
+        return snapshot
+
+    def wait_playing(self, mark: int) -> None:
+        """Until the card plays something that began after `mark`: mid-playback."""
+        self.card.wait_sound(mark)
+
+    def drain(self) -> None:
+        """Until every request sent so far is done: a probe sent now finishes after them
+        (the broker redelivers unacknowledged requests first, in order), so a duplicate
+        that was going to play has played by then."""
+        probe = f"probe-{len(self.rec.messages)}"
+        self.say({"text": "Probe.", "id": probe})
+        self.rec.wait_event(EVENTS, "finished", probe, timeout=REQUEST_TIMEOUT_S)
+
 
 def yaml_load(path: Path) -> dict[str, Any]:
     import yaml
@@ -102,34 +129,48 @@ def rig(
     workdir: Path, broker: Broker, sound_card: VirtualSoundCard, recorder: Recorder
 ) -> Iterator[Rig]:
     r = Rig(workdir, broker, sound_card, recorder)
-    yield r
-    if r.daemon is not None:
-        log = r.daemon.log()
-        r.daemon.close()
-        print(log[-6000:])  # shown when the test fails
+    try:
+        yield r
+    finally:
+        if r.rec is not recorder:  # a test replaced it (after a broker restart)
+            r.rec.close()
+        if r.daemon is not None:
+            log = r.daemon.log()
+            r.daemon.close()
+            print(log[-6000:])  # shown when the test fails
 
 
 def test_plain_text_is_spoken_with_events_in_order(rig: Rig) -> None:
     daemon = rig.start()
-    rig.rec.wait_for(lambda: rig.availability()[-1:] == [(b"online", False)], 5, "online")
+    rig.rec.wait_for(lambda: rig.availability()[-1:] == [(b"online", False)], 30, "online")
     late = Recorder(rig.broker.port, ["edge-tts/testpi/availability"])  # sees retained only
-    late.wait_for(lambda: [m[2:] for m in late.messages] == [(b"online", True)], 5, "retained")
-    late.close()
+    try:
+        late.wait_for(lambda: [m[2:] for m in late.messages] == [(b"online", True)], 30, "retained")
+    finally:
+        late.close()
     mark = rig.card.mark()
     sent = rig.say("Package delivered to the front porch by UPS at 2:15 PM.")
-    done = rig.rec.wait_event(EVENTS, "finished", timeout=30)
+    done = rig.rec.wait_event(EVENTS, "finished", timeout=REQUEST_TIMEOUT_S)
     request_id = done["id"]
     assert rig.kinds(request_id) == ["queued", "started", "finished"]
-    assert 0 < done["time_to_first_audio_ms"] < 2000
-    assert done["audio_ms"] > 2000 and done["real_time_factor"] < 1
-    time.sleep(0.3)
-    audio = rig.card.captured(mark).astype(np.float32) / 32768
+    # Plausible, not fast: latency and real-time factor are measured in bench/.
+    assert 0 < done["time_to_first_audio_ms"] < 30_000
+    assert done["audio_ms"] > 2000 and done["real_time_factor"] > 0
+    seconds = done["audio_ms"] / 1000
+    # Until the last of it has come out of the sound server (the pipe sink lags a little).
+    played = rig.card.wait_played(mark, min_sound_s=seconds - 0.7)
+    audio = played.astype(np.float32) / 32768
     loud = np.flatnonzero(np.abs(audio) > 0.01)
     assert loud.size
-    assert (loud[-1] - loud[0]) / 22050 == pytest.approx(done["audio_ms"] / 1000, abs=0.7)
+    span = (loud[-1] - loud[0]) / 22050
+    underruns = rig.telemetry_after("finished", request_id)["counters"]["underruns"]
+    if underruns == 0:
+        assert span == pytest.approx(seconds, abs=0.7)
+    else:  # a machine too busy to synthesize in real time: silence while it catches up
+        assert span >= seconds - 0.7, f"{underruns} underrun(s), yet audio is missing"
     first = rig.card.first_sound_time(mark)
-    assert first is not None and first - sent < 2.0
-    daemon.notify.wait_for("WATCHDOG=1", timeout=15)
+    assert first is not None and first - sent < 30
+    daemon.notify.wait_for("WATCHDOG=1", timeout=60)
     assert any(line.startswith("STATUS=") for line in daemon.notify.lines())
 
 
@@ -153,12 +194,13 @@ def test_priority_order_and_critical_interrupt(rig: Rig) -> None:
     rig.rec.wait_event(EVENTS, "started", "long")
     rig.say({"text": "Low priority note.", "id": "low", "priority": "low"})
     rig.say({"text": "High priority note.", "id": "high", "priority": "high"})
-    rig.rec.wait_event(EVENTS, "finished", "low", timeout=60)
+    rig.rec.wait_event(EVENTS, "finished", "low", timeout=2 * REQUEST_TIMEOUT_S)
     assert rig.finished_order() == ["long", "high", "low"]
 
+    mark = rig.card.mark()
     rig.say({"text": LONG, "id": "long2"})
     rig.rec.wait_event(EVENTS, "started", "long2")
-    time.sleep(1.0)
+    rig.wait_playing(mark)
     rig.say({"text": "Smoke detected in the kitchen!", "id": "fire", "priority": "critical"})
     interrupted = rig.rec.wait_event(EVENTS, "interrupted", "long2")
     assert interrupted["by"] == "fire"
@@ -174,7 +216,7 @@ def test_queue_full_is_rejected_not_blocking(rig: Rig) -> None:
     rig.say({"text": "No room.", "id": "no-room"})
     rejected = rig.rec.wait_event(EVENTS, "rejected", "no-room")
     assert "queue full" in rejected["reason"]
-    rig.rec.wait_event(EVENTS, "finished", "waiting", timeout=60)
+    rig.rec.wait_event(EVENTS, "finished", "waiting", timeout=REQUEST_TIMEOUT_S)
 
 
 @pytest.mark.parametrize(
@@ -200,7 +242,7 @@ def test_malformed_payloads_are_rejected_and_daemon_keeps_serving(
     daemon = rig.start()
     rig.say(payload)
     rig.rec.wait_for(
-        lambda: any(e["event"] == "rejected" for e in rig.rec.events(EVENTS)), 20, "rejected"
+        lambda: any(e["event"] == "rejected" for e in rig.rec.events(EVENTS)), 30, "rejected"
     )
     rejected = next(e for e in rig.rec.events(EVENTS) if e["event"] == "rejected")
     assert reason.lower() in rejected["reason"].lower()
@@ -222,45 +264,49 @@ def test_hermes_round_trip_and_other_sites_ignored(rig: Rig) -> None:
     }
     rig.say(mine, topic="hermes/tts/say")
     rig.rec.wait_event(EVENTS, "finished", "h1")
-    rig.rec.wait_for(lambda: bool(rig.rec.events("hermes/tts/sayFinished")), 5, "sayFinished")
+    rig.rec.wait_for(lambda: bool(rig.rec.events("hermes/tts/sayFinished")), 30, "sayFinished")
     assert rig.rec.events("hermes/tts/sayFinished") == [
         {"id": "h1", "siteId": "testpi", "sessionId": "s1"}
     ]
     assert "h0" not in [e.get("id") for e in rig.rec.events(EVENTS)]
     rig.say({"text": "", "siteId": "testpi", "id": "h2", "sessionId": "s2"}, topic="hermes/tts/say")
-    rig.rec.wait_for(lambda: bool(rig.rec.events("hermes/error/tts")), 10, "hermes error")
+    rig.rec.wait_for(lambda: bool(rig.rec.events("hermes/error/tts")), 30, "hermes error")
     error = rig.rec.events("hermes/error/tts")[0]
     assert error["siteId"] == "testpi" and error["sessionId"] == "s2" and error["error"]
 
 
 def test_sigterm_fades_out_and_leaves_request_for_restart(rig: Rig) -> None:
     daemon = rig.start()
+    mark = rig.card.mark()
     rig.say({"text": LONG, "id": "cut-short"})
     rig.rec.wait_event(EVENTS, "started", "cut-short")
-    time.sleep(1.0)
+    rig.wait_playing(mark)
     started = time.monotonic()
-    assert daemon.terminate(timeout=15) == 0
-    assert time.monotonic() - started < 8  # bounded shutdown
+    assert daemon.terminate(timeout=30) == 0
+    # Bounded: within systemd's TimeoutStopSec=30 (the daemon drains for 5 s at most), with
+    # room for a machine busy with something else.
+    assert time.monotonic() - started < 25
     lines = daemon.notify.lines()
     assert "STOPPING=1" in lines and "READY=1" in lines
     assert rig.availability()[-1] == (b"offline", False)
     assert "finished" not in rig.kinds("cut-short")
     # Not acknowledged, so the broker hands it to the next start, which plays it once.
     rig.restart()
-    rig.rec.wait_event(EVENTS, "finished", "cut-short", timeout=60)
-    time.sleep(1.0)
+    rig.rec.wait_event(EVENTS, "finished", "cut-short", timeout=REQUEST_TIMEOUT_S)
+    rig.drain()
     assert rig.kinds("cut-short").count("finished") == 1
 
 
 def test_sigkill_mid_playback_redelivers_and_plays_once(rig: Rig) -> None:
     daemon = rig.start()
+    mark = rig.card.mark()
     rig.say("The freezer door has been open for five minutes. Please close it soon.")
     first = rig.rec.wait_event(EVENTS, "started")
-    time.sleep(0.5)
+    rig.wait_playing(mark)
     daemon.kill()
     assert "finished" not in rig.kinds(first["id"])
     rig.restart()
-    rig.rec.wait_event(EVENTS, "finished", first["id"], timeout=60)
+    rig.rec.wait_event(EVENTS, "finished", first["id"], timeout=REQUEST_TIMEOUT_S)
     rig.say({"text": "Next one.", "id": "next"})
     rig.rec.wait_event(EVENTS, "finished", "next")
     assert rig.kinds(first["id"]).count("finished") == 1
@@ -271,25 +317,30 @@ def test_broker_restart_reconnects_and_plays_missed_requests_once(rig: Rig) -> N
     rig.say({"text": "Before the outage.", "id": "before"})
     rig.rec.wait_event(EVENTS, "finished", "before")
     rig.rec.close()
+    mark = daemon.log_mark()
     rig.broker.stop()
-    time.sleep(1.5)  # the daemon notices the lost link
+    daemon.wait_log("Disconnected from the broker", after=mark)  # it noticed the lost link
     rig.broker.start()  # same port, persistent: the daemon's session and subscriptions survive
     rec = Recorder(rig.broker.port, ["edge-tts/#"])
     rig.rec = rec
-    for i in range(3):  # published while the daemon is still backing off
+    for i in range(3):  # published while the daemon is (most likely) still backing off
         rec.publish(SAY, json.dumps({"text": f"Missed number {i + 1}.", "id": f"missed-{i}"}))
     for i in range(3):
-        rec.wait_event(EVENTS, "finished", f"missed-{i}", timeout=90)
-    time.sleep(1.0)
+        rec.wait_event(EVENTS, "finished", f"missed-{i}", timeout=2 * REQUEST_TIMEOUT_S)
+    rig.drain()
     finished = [e["id"] for e in rec.events(EVENTS) if e["event"] == "finished"]
-    assert sorted(finished) == ["missed-0", "missed-1", "missed-2"]
+    assert sorted(i for i in finished if i.startswith("missed")) == [
+        "missed-0",
+        "missed-1",
+        "missed-2",
+    ]
     rec.wait_for(
         lambda: any(
             json.loads(p).get("counters", {}).get("reconnects", 0) >= 1
             for _, t, p, _ in rec.messages
             if t == "edge-tts/testpi/telemetry"
         ),
-        10,
+        30,
         "telemetry with reconnects",
     )
     assert daemon.running()
@@ -308,7 +359,7 @@ def test_missing_sound_card_rejects_with_reason_and_keeps_running(
         assert "audio output unavailable" in rejected["reason"]
         # Degraded, not dead: the watchdog keeps being fed so systemd does not restart-loop.
         mark = len(daemon.notify.lines())
-        daemon.notify.wait_for("WATCHDOG=1", timeout=10, after=mark)
+        daemon.notify.wait_for("WATCHDOG=1", timeout=60, after=mark)
         assert any("degraded" in line for line in daemon.notify.lines() if "STATUS=" in line)
         assert daemon.running()
     finally:
@@ -326,8 +377,6 @@ def test_wav_dir_sink_writes_one_wav_per_request(
         daemon.wait_ready()
         recorder.publish(SAY, json.dumps({"text": "Written to disk.", "id": "disk-1"}))
         recorder.wait_event(EVENTS, "finished", "disk-1")
-        import wave
-
         with wave.open(str(out / "disk-1.wav"), "rb") as wav:
             assert wav.getframerate() == 22050 and wav.getnframes() > 22050 // 2
     finally:
@@ -346,7 +395,7 @@ def test_tampered_model_refuses_to_start_with_exit_78(
     try:
         daemon.start()
         assert daemon.proc is not None
-        assert daemon.proc.wait(60) == 78
+        assert daemon.proc.wait(120) == 78
         assert "SHA-256 mismatch" in daemon.log()
         assert "READY=1" not in daemon.notify.lines()
     finally:
@@ -363,12 +412,6 @@ def test_default_config_file_runs_the_daemon(
     workdir: Path, broker: Broker, recorder: Recorder
 ) -> None:
     """What `scripts/run` does on a machine without a sound card."""
-    import os
-    import subprocess
-    import sys
-
-    from .daemon_proc import REPO, NotifySocket
-
     notify = NotifySocket(workdir / "notify.sock")
     wavs = workdir / "spoken"
     env = {
@@ -393,25 +436,29 @@ def test_default_config_file_runs_the_daemon(
         "--set",
         f"audio.wav_dir={wavs}",
     ]
-    with (workdir / "daemon.log").open("wb") as log:
-        proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        notify.wait_for("READY=1", 60)
-        recorder.publish("edge-tts/fresh/say", "Hello from a fresh install.")
-        done = recorder.wait_event("edge-tts/fresh/events", "finished")
-        assert (wavs / f"{done['id']}.wav").stat().st_size > 44
+        with (workdir / "daemon.log").open("wb") as log:
+            proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_ready(notify, proc, log=(workdir / "daemon.log").read_text)
+            recorder.publish("edge-tts/fresh/say", "Hello from a fresh install.")
+            done = recorder.wait_event(
+                "edge-tts/fresh/events", "finished", timeout=REQUEST_TIMEOUT_S
+            )
+            assert (wavs / f"{done['id']}.wav").stat().st_size > 44
+        finally:
+            stop_process(proc, timeout=30)
     finally:
-        proc.terminate()
-        proc.wait(15)
         notify.close()
 
 
-def test_credentials_from_systemd_and_refused_login_is_not_ready(workdir: Path) -> None:
-    import subprocess
-
+def test_credentials_from_systemd_and_refused_login_is_not_ready(
+    workdir: Path, request: pytest.FixtureRequest
+) -> None:
     passwd = workdir / "passwd"
     subprocess.run(["mosquitto_passwd", "-b", "-c", str(passwd), "pi", "s3cret"], check=True)
     broker = Broker(workdir, password_file=passwd)
+    request.addfinalizer(broker.stop)  # also when the test fails before its end
     broker.start()
     creds = workdir / "creds"
     creds.mkdir()
@@ -427,58 +474,55 @@ def test_credentials_from_systemd_and_refused_login_is_not_ready(workdir: Path) 
         (creds / "mqtt-password").write_text(password + "\n")
         (workdir / "notify.sock").unlink(missing_ok=True)
         daemon = DaemonProcess(workdir, config, env=env)
+        request.addfinalizer(daemon.close)
         daemon.start()
         return daemon
 
     rec = Recorder(broker.port, ["edge-tts/#"], auth=("pi", "s3cret"))
+    request.addfinalizer(rec.close)
     refused = attempt("wrong")
-    try:
-        time.sleep(4)  # refused CONNACKs are retried, never taken for "connected"
-        assert refused.running() and "READY=1" not in refused.notify.lines()
-        assert "refused" in refused.log().lower()
-    finally:
-        refused.close()
+    # Refused CONNACKs are retried, never taken for "connected": a second refusal proves the
+    # retry, and READY=1 never came in between.
+    assert refused.proc is not None
+    wait_working(  # after loading the voice, however long that takes on this machine
+        refused.proc,
+        lambda: refused.log().count("refused the connection") >= 2,
+        "two refused logins",
+        log=refused.log,
+    )
+    assert refused.running() and "READY=1" not in refused.notify.lines()
+    refused.close()
     daemon = attempt("s3cret")
-    try:
-        daemon.wait_ready()
-        rec.publish(SAY, json.dumps({"text": "Logged in.", "id": "auth"}))
-        rec.wait_event(EVENTS, "finished", "auth")
-    finally:
-        rec.close()
-        daemon.close()
-        broker.stop()
+    daemon.wait_ready()
+    rec.publish(SAY, json.dumps({"text": "Logged in.", "id": "auth"}))
+    rec.wait_event(EVENTS, "finished", "auth", timeout=REQUEST_TIMEOUT_S)
 
 
 def test_tls_broker_with_pinned_ca(workdir: Path) -> None:
-    from .broker import make_tls_material
-
     ca, cert, key = make_tls_material(workdir)
-    broker = Broker(workdir, tls=(cert, key))
-    broker.start()
-    config = daemon_config(
-        workdir,
-        broker.port,
-        broker={"tls": {"ca_file": str(ca)}},
-        audio={"sink": "wav-dir", "wav_dir": str(workdir / "wavs")},
-    )
-    daemon = DaemonProcess(workdir, config, env={"HOME": str(workdir)})
-    rec = Recorder(broker.port, ["edge-tts/#"], ca=ca)
-    try:
+    with contextlib.ExitStack() as stack:
+        broker = stack.enter_context(Broker(workdir, tls=(cert, key)))  # started, then stopped
+        config = daemon_config(
+            workdir,
+            broker.port,
+            broker={"tls": {"ca_file": str(ca)}},
+            audio={"sink": "wav-dir", "wav_dir": str(workdir / "wavs")},
+        )
+        daemon = stack.enter_context(DaemonProcess(workdir, config, env={"HOME": str(workdir)}))
+        rec = Recorder(broker.port, ["edge-tts/#"], ca=ca)
+        stack.callback(rec.close)
         daemon.start()
         daemon.wait_ready()
         rec.publish(SAY, json.dumps({"text": "Encrypted.", "id": "tls"}))
-        rec.wait_event(EVENTS, "finished", "tls")
-    finally:
-        rec.close()
-        daemon.close()
-        broker.stop()
+        rec.wait_event(EVENTS, "finished", "tls", timeout=REQUEST_TIMEOUT_S)
 
 
-def test_retained_say_is_rejected_not_replayed(rig: Rig) -> None:
+def test_a_stale_retained_request_is_not_played_at_start(rig: Rig) -> None:
+    # Retained before the daemon's first subscription: no session held it for us, and
+    # the broker's stored copy is not a request (test_reliability covers the rest).
     rig.say("Stale retained announcement.", retain=True)
     rig.start()
-    rejected = rig.rec.wait_event(EVENTS, "rejected")
-    assert "retained" in rejected["reason"]
     rig.say({"text": "Fresh.", "id": "fresh"})
     rig.rec.wait_event(EVENTS, "finished", "fresh")
     assert rig.finished_order() == ["fresh"]
+    assert [e for e in rig.rec.events(EVENTS) if e["event"] == "rejected"] == []

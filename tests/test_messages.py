@@ -16,6 +16,7 @@ from edge_tts.messages import (
     hermes_site,
     parse_hermes,
     parse_say,
+    valid_response_topic,
 )
 
 
@@ -123,6 +124,39 @@ def test_topics_and_events() -> None:
     assert body["event"] == "rejected" and body["reason"] == "why" and "extra" not in body
 
 
-def test_retained_say_is_refused() -> None:
-    with pytest.raises(BadRequest, match="retained"):
-        parse_say(env("Hello", retained=True), 100)
+@pytest.mark.parametrize(
+    ("topic", "problem"),
+    [("reply/#", "wildcard"), ("reply/+/x", "wildcard"), ("", "empty"), ("a\0b", "NUL")],
+)
+def test_an_unusable_response_topic_is_refused_on_arrival(topic: str, problem: str) -> None:
+    with pytest.raises(BadRequest, match=problem):
+        parse_say(env('{"text": "Hello", "id": "odd-1"}', response_topic=topic), 100)
+    with pytest.raises(BadRequest, match=problem):
+        parse_hermes(env('{"text": "Hello"}', response_topic=topic), 100)
+    assert valid_response_topic(env("Hello", response_topic=topic)) is None
+
+
+def test_a_usable_response_topic_is_kept() -> None:
+    request = parse_say(env("Hello", response_topic="reply/me"), 100)
+    assert request.response_topic == "reply/me"
+
+
+@pytest.mark.parametrize("field", ["text", "id", "voice", "speaker"])
+def test_lone_surrogates_are_refused_not_crashed_on(field: str) -> None:
+    payload = {"text": "Hello", field: "a\ud800b"}
+    with pytest.raises(BadRequest, match="surrogate"):
+        parse_say(env(json.dumps(payload)), 100)
+
+
+def test_an_id_is_one_request_only_together_with_its_text() -> None:
+    first = parse_say(env('{"text": "Front door open.", "id": "door"}'), 100)
+    again = parse_say(env('{"id": "door", "text": "Front door open."}'), 100)
+    other = parse_say(env('{"text": "Front door closed.", "id": "door"}'), 100)
+    assert first.dedupe and other.dedupe
+    assert first.key == again.key and first.key != other.key
+    assert first.id == other.id == "door"
+
+
+def test_the_retained_flag_does_not_change_parsing() -> None:
+    # The daemon, not the parser, skips the broker's retained copies (see test_reliability).
+    assert parse_say(env("Hello", retained=True), 100).text == "Hello"

@@ -38,3 +38,16 @@ def test_ack_from_an_earlier_connection_is_not_sent() -> None:
 def test_not_alive_before_start() -> None:
     mqtt_link = link()
     assert not mqtt_link.alive and not mqtt_link.connected
+
+
+def test_publishing_to_a_topic_paho_refuses_returns_false_instead_of_raising() -> None:
+    assert link().publish("reply/#", b"{}") is False
+
+
+def test_a_message_of_the_current_connection_is_acknowledged_before_suback() -> None:
+    mqtt_link = link()
+    mqtt_link._generation = 3  # connected (CONNACK), subscriptions not yet granted
+    current = Inbound(Envelope("a/say", b"hi", time.monotonic()), mid=7, qos=1, generation=3)
+    acked: list[tuple[int, int]] = []
+    mqtt_link._client.ack = lambda mid, qos: acked.append((mid, qos)) or 0  # type: ignore[method-assign]
+    assert mqtt_link.ack(current) is True and acked == [(7, 1)]

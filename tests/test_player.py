@@ -6,6 +6,7 @@ asoundrc; the card captures what reached it, in real time and bit-exact.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -17,7 +18,7 @@ import threading
 import time
 import tracemalloc
 import wave
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from edge_tts.ringbuffer import fade_in_gain, fade_out_gain
 
 from .player_driver import tone
 from .soundcard import VirtualSoundCard
+from .waiting import DEFAULT_TIMEOUT_S, wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 DRIVER = Path(__file__).with_name("player_driver.py")
@@ -51,35 +53,39 @@ SET.set()
 # -- helpers ------------------------------------------------------------------------
 
 
-def drive(env: dict[str, str], scenario: str, **params: Any) -> tuple[dict[str, Any], str]:
-    """Run a driver scenario to completion; its events by name, and its stderr."""
-    result = subprocess.run(
-        [sys.executable, str(DRIVER), scenario, json.dumps(params)],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=REPO,
-    )
-    assert result.returncode == 0, result.stderr
-    events = {}
-    for line in result.stdout.splitlines():
-        event = json.loads(line)
-        events[event.pop("event")] = event
-    assert "done" in events, result.stdout + result.stderr
-    return events, result.stderr
+def drive(
+    env: dict[str, str], scenario: str, heard: Callable[[], object] | None = None, **params: Any
+) -> tuple[dict[str, Any], str]:
+    """Run a driver scenario to completion; its events by name, and its stderr.
+
+    `heard` runs after the scenario's "done" and before the driver closes its stream:
+    wait there for the audio to come out of the card (`card.wait_played(...)`)."""
+    with tempfile.TemporaryDirectory(prefix="driver-") as tmp:
+        driver = LiveDriver(env, scenario, Path(tmp) / "driver.log", **params)
+        try:
+            driver.expect("done", timeout=90)
+            if heard is not None:
+                heard()
+            stderr = driver.finish()
+        finally:
+            driver.close()
+    return driver.events, stderr
 
 
 class LiveDriver:
-    """A driver scenario the test interacts with while it runs (start/stop the card)."""
+    """A driver scenario the test interacts with while it runs (start/stop the card).
+
+    The driver holds its stream open after "done" until finish() closes its stdin."""
 
     def __init__(self, env: dict[str, str], scenario: str, log: Path, **params: Any) -> None:
         self._log = log
-        self._events: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._queue: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.events: dict[str, Any] = {}  # every event so far by name (the last of a name)
         with log.open("w") as stderr:
             self._proc = subprocess.Popen(
                 [sys.executable, str(DRIVER), scenario, json.dumps(params)],
                 env={**os.environ, **env},
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
                 text=True,
@@ -91,39 +97,52 @@ class LiveDriver:
     def _read(self) -> None:
         assert self._proc.stdout is not None
         for line in self._proc.stdout:
-            self._events.put(json.loads(line))
+            event = json.loads(line)
+            self.events[event["event"]] = {k: v for k, v in event.items() if k != "event"}
+            self._queue.put(event)
 
     def expect(self, name: str, timeout: float) -> dict[str, Any]:
+        """The next event called `name` (skipping others), within `timeout` seconds."""
         deadline = time.monotonic() + timeout
         while (remaining := deadline - time.monotonic()) > 0:
             try:
-                event = self._events.get(timeout=remaining)
+                event = self._queue.get(timeout=min(remaining, 0.5))
             except queue.Empty:
-                break
+                if self._proc.poll() is not None and self._queue.empty():
+                    self._reader.join(timeout=5)  # what it printed last is queued by now
+                    if self._queue.empty():
+                        break  # exited: nothing more will come
+                continue
             if event.pop("event") == name:
                 return event
-        raise AssertionError(f"no {name!r} event within {timeout} s: {self.stderr()}")
+        raise AssertionError(
+            f"no {name!r} event within {timeout:g} s (driver exit status "
+            f"{self._proc.poll()}): {self.stderr()}"
+        )
 
-    def finish(self, timeout: float = 15) -> str:
+    def finish(self, timeout: float = DEFAULT_TIMEOUT_S) -> str:
+        """Let the driver close its stream and exit; its stderr."""
+        self._close_stdin()
         assert self._proc.wait(timeout=timeout) == 0, self.stderr()
         return self.stderr()
 
     def stderr(self) -> str:
         return self._log.read_text(errors="replace")
 
+    def _close_stdin(self) -> None:
+        if self._proc.stdin is not None and not self._proc.stdin.closed:
+            with contextlib.suppress(BrokenPipeError):  # it exited already
+                self._proc.stdin.close()
+
     def close(self) -> None:
+        self._close_stdin()
         if self._proc.poll() is None:
             self._proc.kill()
-        self._proc.wait(timeout=5)
+        self._proc.wait(timeout=DEFAULT_TIMEOUT_S)
         if self._reader.is_alive():
             self._reader.join(timeout=5)
         assert self._proc.stdout is not None
         self._proc.stdout.close()
-
-
-def captured(card: VirtualSoundCard, mark: int) -> np.ndarray:
-    time.sleep(0.3)  # the sound server writes its last fragment into the FIFO
-    return card.captured(mark)
 
 
 def segments(audio: np.ndarray, gap: int = 2000, threshold: int = 0) -> list[np.ndarray]:
@@ -192,15 +211,18 @@ def start_card(root: Path) -> VirtualSoundCard:
 @pytest.mark.slow
 def test_a_tone_plays_in_real_time_and_arrives_intact(sound_card: VirtualSoundCard) -> None:
     mark = sound_card.mark()
-    events, _ = drive(sound_card.env, "tone", idle=0.3, writes=5)
+    heard_all = lambda: sound_card.wait_played(mark, min_sound_s=0.9)  # noqa: E731
+    events, _ = drive(sound_card.env, "tone", heard_all, idle=0.3, writes=5)
     played, done = events["played"], events["done"]
     assert played["writes_ok"] == [True] * 5 and played["end_ok"] is True
-    # end() waits for the last frame to reach ALSA: one second of audio takes one second.
-    assert played["begun"] <= played["first_sample_at"] < played["begun"] + 0.3
-    assert 0.85 < played["end_returned"] - played["first_sample_at"] < 1.15
+    # end() waits for the last frame to reach ALSA: one second of audio takes one second,
+    # never less (the card is paced). The upper bounds only catch a hang: a busy machine
+    # delays the callback thread, and latency is measured in bench/, not here.
+    assert played["begun"] <= played["first_sample_at"] < played["begun"] + 5
+    assert 0.85 < played["end_returned"] - played["first_sample_at"] < 1.0 + 5
     assert played["first_sample_at"] < played["finished_at"] <= played["end_returned"]
     heard = sound_card.first_sound_time(mark)
-    assert heard is not None and 0 <= heard - played["first_sample_at"] < 0.5
+    assert heard is not None and 0 <= heard - played["first_sample_at"] < 5
     assert done == {
         "status": "ok",
         "healthy": True,
@@ -208,7 +230,7 @@ def test_a_tone_plays_in_real_time_and_arrives_intact(sound_card: VirtualSoundCa
         "stream_opens": 1,
         "callback_errors": 0,
     }
-    [sound] = segments(captured(sound_card, mark))
+    [sound] = segments(sound_card.captured(mark))
     assert dominant_hz(sound) == pytest.approx(440, abs=2)
     # The card received exactly what was written, faded in and out.
     np.testing.assert_array_equal(sound, as_played(tone(440.0, 1.0), FADE))
@@ -219,8 +241,9 @@ def test_a_tone_plays_in_real_time_and_arrives_intact(sound_card: VirtualSoundCa
 def test_fade_in_ramps_the_first_samples(sound_card: VirtualSoundCard, fade_ms: int) -> None:
     mark = sound_card.mark()
     # A cosine starts at full amplitude: without a fade its first sample is a click.
-    drive(sound_card.env, "tone", fade_ms=fade_ms, phase=np.pi / 2, seconds=0.3)
-    audio = captured(sound_card, mark)
+    heard = lambda: sound_card.wait_played(mark, min_sound_s=0.25)  # noqa: E731
+    drive(sound_card.env, "tone", heard, fade_ms=fade_ms, phase=np.pi / 2, seconds=0.3)
+    audio = sound_card.captured(mark)
     onset = np.flatnonzero(audio)[0]
     first_ms = peak(audio[onset : onset + RATE // 1000])
     if fade_ms:
@@ -236,23 +259,29 @@ def test_fade_in_ramps_the_first_samples(sound_card: VirtualSoundCard, fade_ms: 
 @pytest.mark.slow
 def test_utterances_back_to_back_share_one_stream(sound_card: VirtualSoundCard) -> None:
     mark = sound_card.mark()
-    events, _ = drive(sound_card.env, "back_to_back")
+    heard = lambda: sound_card.wait_played(mark, min_sound_s=0.9)  # noqa: E731
+    events, _ = drive(sound_card.env, "back_to_back", heard)
     first, second = events["played"]["first"], events["played"]["second"]
     assert events["played"]["same_stream"] and events["done"]["stream_opens"] == 1
     assert first["end_ok"] and second["end_ok"] and events["done"]["underruns"] == 0
-    assert second["first_sample_at"] - first["finished_at"] < 0.1  # no reopen between them
-    [sound] = segments(captured(sound_card, mark), gap=RATE // 10)
-    assert sound.size == pytest.approx(RATE, abs=RATE * 0.1)
-    assert dominant_hz(sound[: RATE * 4 // 10]) == pytest.approx(440, abs=3)
-    assert dominant_hz(sound[-RATE * 4 // 10 :]) == pytest.approx(660, abs=3)
+    # No reopen between them: the next utterance goes into the running stream. How soon
+    # depends on when the driver's thread gets a core, so the bound only catches a hang.
+    assert second["first_sample_at"] - first["finished_at"] < 2
+    sounds = segments(sound_card.captured(mark), gap=RATE // 10)
+    assert sum(s.size for s in sounds) == pytest.approx(RATE, abs=RATE * 0.1)
+    assert dominant_hz(sounds[0][: RATE * 4 // 10]) == pytest.approx(440, abs=3)
+    assert dominant_hz(sounds[-1][-RATE * 4 // 10 :]) == pytest.approx(660, abs=3)
 
 
 @pytest.mark.slow
 def test_an_underrun_is_counted_and_playback_completes(sound_card: VirtualSoundCard) -> None:
     mark = sound_card.mark()
-    events, _ = drive(sound_card.env, "tone", writes=4, pause=0.8)
+    # 0.5 s of tone, the ring runs dry until the writer is back at 0.8 s, then 0.5 s more:
+    # a span over 1.05 s means the second half is coming out.
+    heard = lambda: sound_card.wait_played(mark, min_sound_s=1.05)  # noqa: E731
+    events, _ = drive(sound_card.env, "tone", heard, writes=4, pause=0.8)
     assert events["played"]["end_ok"] and events["done"]["underruns"] == 1
-    halves = segments(captured(sound_card, mark))
+    halves = segments(sound_card.captured(mark))
     assert len(halves) == 2  # the ring ran dry: silence, then the rest
     assert sum(h.size for h in halves) == pytest.approx(RATE, abs=100)
 
@@ -260,11 +289,15 @@ def test_an_underrun_is_counted_and_playback_completes(sound_card: VirtualSoundC
 @pytest.mark.slow
 def test_interrupt_fades_out_within_fade_ms_and_a_block(sound_card: VirtualSoundCard) -> None:
     mark = sound_card.mark()
-    events, _ = drive(sound_card.env, "interrupt", after=0.5)
+    # ~0.5 s of the tone, a 0.5 s gap, 0.3 s of another: a span over 1.1 s is the second.
+    heard = lambda: sound_card.wait_played(mark, min_sound_s=1.1)  # noqa: E731
+    events, _ = drive(sound_card.env, "interrupt", heard, after=0.5)
     cut = events["interrupted"]
     assert cut["write_ok"] is False and cut["end_ok"] is False and cut["flag"] is True
-    assert cut["write_returned"] - cut["interrupted_at"] < 0.2  # the blocked writer woke up
-    interrupted, following = segments(captured(sound_card, mark))
+    # The blocked writer woke up, rather than waiting for the 3-s tone to drain (a busy
+    # machine may take a while to give it a core, hence the loose bound).
+    assert cut["write_returned"] - cut["interrupted_at"] < 2
+    interrupted, following = segments(sound_card.captured(mark))
     # Everything after what had been handed to ALSA: the fade, and a block at most.
     extra = interrupted.size - cut["handed"]
     assert -50 < extra <= FADE + BLOCK, extra
@@ -279,11 +312,12 @@ def test_a_callback_exception_is_counted_and_audio_continues(
     sound_card: VirtualSoundCard,
 ) -> None:
     mark = sound_card.mark()
-    events, stderr = drive(sound_card.env, "callback_error")
+    heard = lambda: sound_card.wait_played(mark, min_sound_s=0.9)  # noqa: E731
+    events, stderr = drive(sound_card.env, "callback_error", heard)
     assert events["played"]["end_ok"]
     assert events["done"]["callback_errors"] == 1 and events["done"]["stream_opens"] == 1
     assert events["done"]["status"] == "ok" and "boom from the test" in stderr
-    sound = captured(sound_card, mark)
+    sound = sound_card.captured(mark)
     # One block of silence instead of the failed callback's audio; nothing lost.
     assert sum(s.size for s in segments(sound, gap=200)) == pytest.approx(RATE, abs=100)
 
@@ -291,21 +325,23 @@ def test_a_callback_exception_is_counted_and_audio_continues(
 @pytest.mark.slow
 def test_a_dead_stream_is_reopened(sound_card: VirtualSoundCard) -> None:
     mark = sound_card.mark()
-    events, stderr = drive(sound_card.env, "dead_stream")
+    heard = lambda: sound_card.wait_played(mark, min_sound_s=0.45)  # noqa: E731
+    events, stderr = drive(sound_card.env, "dead_stream", heard)
     assert events["reopened"]["ok"] and events["done"]["stream_opens"] == 2
     assert events["played"]["end_ok"] and "reopening" in stderr
-    [sound] = segments(captured(sound_card, mark))
+    [sound] = segments(sound_card.captured(mark))
     assert dominant_hz(sound) == pytest.approx(440, abs=3)
 
 
 @pytest.mark.slow
 def test_an_unknown_device_degrades_with_a_reason(sound_card: VirtualSoundCard) -> None:
-    events, stderr = drive(sound_card.env, "missing", device="no-such-device", wait=1.8)
+    events, stderr = drive(sound_card.env, "missing", device="no-such-device", retries=2)
     status = events["done"]["status"]
     assert status.startswith("degraded: ") and "no-such-device" in status
     assert events["state"]["begin_error"] == status.removeprefix("degraded: ")
+    assert events["state"]["opens_tried"] >= 3
     assert events["done"]["healthy"] is False and events["done"]["stream_opens"] == 0
-    # Retried (0.5 s, 1 s) without an exception, and said so once, not per retry.
+    # Retried (after 0.5 s, 1 s) without an exception, and said so once, not per retry.
     assert "Traceback" not in stderr and stderr.count("degraded") == 1
 
 
@@ -320,18 +356,22 @@ def test_no_sound_card_degrades_with_a_reason(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_recovers_when_the_device_appears(card_root: Path, tmp_path: Path) -> None:
-    driver = LiveDriver(card_env(card_root), "recover", tmp_path / "driver.log", timeout=20)
+    driver = LiveDriver(
+        card_env(card_root), "recover", tmp_path / "driver.log", timeout=60, await_retry=True
+    )
     card = None
     try:
-        assert driver.expect("waiting", timeout=15)["status"].startswith("degraded: ")
-        time.sleep(0.7)  # a retry or two fails first
+        assert driver.expect("waiting", timeout=60)["status"].startswith("degraded: ")
+        retried = driver.expect("retried", timeout=60)  # a retry fails first
+        assert retried["status"].startswith("degraded: ")
         card = start_card(card_root)
         mark = card.mark()
-        recovered = driver.expect("recovered", timeout=25)
-        assert recovered["ok"] and recovered["after"] < 10
-        assert driver.expect("played", timeout=10)["end_ok"]
+        # The back-off doubles from 0.5 s: the next retry or the one after finds the card.
+        assert driver.expect("recovered", timeout=90)["ok"]
+        assert driver.expect("played", timeout=60)["end_ok"]
+        card.wait_played(mark, min_sound_s=0.45)
         assert "Audio output open" in driver.finish()
-        [sound] = segments(captured(card, mark))
+        [sound] = segments(card.captured(mark))
         assert dominant_hz(sound) == pytest.approx(440, abs=3)
     finally:
         driver.close()
@@ -344,18 +384,19 @@ def test_a_lost_device_fails_playback_then_recovers(card_root: Path, tmp_path: P
     card = start_card(card_root)
     driver = LiveDriver(card_env(card_root), "lost_device", tmp_path / "driver.log")
     try:
-        driver.expect("playing", timeout=15)
+        driver.expect("playing", timeout=60)
         card.stop()
-        lost = driver.expect("degraded", timeout=15)
+        lost = driver.expect("degraded", timeout=60)
         assert lost["ok"] and lost["status"].startswith("degraded: ")
         # The writer blocked on a ring that no longer drains is released with a failure.
         assert lost["writer_done"] and lost["write_ok"] is False and lost["end_ok"] is False
         card = start_card(card_root)
         mark = card.mark()
-        assert driver.expect("recovered", timeout=40)["ok"]
-        assert driver.expect("played", timeout=10)["end_ok"]
+        assert driver.expect("recovered", timeout=90)["ok"]
+        assert driver.expect("played", timeout=60)["end_ok"]
+        card.wait_played(mark, min_sound_s=0.45)
         driver.finish()
-        [sound] = segments(captured(card, mark))
+        [sound] = segments(card.captured(mark))
         assert dominant_hz(sound) == pytest.approx(440, abs=3)
     finally:
         driver.close()
@@ -406,13 +447,15 @@ def test_end_returns_once_the_last_frame_is_handed_out(offline: AlsaOutput) -> N
     offline.begin(u)
     assert offline.write(u, np.full(3000, 5, dtype=np.int16), NEVER)
     result: list[bool] = []
-    ender = threading.Thread(target=lambda: result.append(offline.end(u, NEVER, 5)))
+    ender = threading.Thread(target=lambda: result.append(offline.end(u, NEVER, 30)))
     ender.start()
     for _ in range(3):
+        # The behaviour under test: end() does not return while frames are still unread
+        # (a short look; a slow machine can only make this pass, never fail wrongly).
         time.sleep(0.05)
         assert not result
         fake_callback(offline)
-    ender.join(timeout=5)
+    ender.join(timeout=DEFAULT_TIMEOUT_S)
     assert result == [True] and u.finished_at is not None and offline.underruns == 0
 
 
@@ -452,11 +495,12 @@ def test_interrupt_releases_a_blocked_writer(offline: AlsaOutput) -> None:
         target=lambda: result.append(offline.write(u, np.ones(2 * RATE, np.int16), NEVER))
     )
     writer.start()
-    time.sleep(0.1)
-    assert not result  # the ring holds 1 s: the writer waits for the callback
+    # The ring holds 1 s: the writer fills it, then waits for the callback.
+    wait_until(lambda: offline._ring.free() == 0, what="the writer to fill the ring")
+    assert not result
     fake_callback(offline)
     offline.interrupt()
-    writer.join(timeout=2)
+    writer.join(timeout=DEFAULT_TIMEOUT_S)
     assert result == [False] and u.interrupted
     assert offline._ring.available() <= FADE
     assert offline.write(u, np.ones(10, np.int16), NEVER) is False
@@ -495,12 +539,26 @@ class FakeStream:
         self.closed = True
 
 
+class RecordingEvent(threading.Event):
+    """A stop event that records how long each wait() was asked to wait."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.timeouts: list[float | None] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.timeouts.append(timeout)
+        return super().wait(timeout)
+
+
 def test_supervisor_backs_off_exponentially_then_recovers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(player, "BACKOFF_MIN_S", 0.02)
     monkeypatch.setattr(player, "BACKOFF_MAX_S", 0.1)
     out = AlsaOutput(RATE)
+    stop = RecordingEvent()
+    monkeypatch.setattr(out, "_stop", stop)
     attempts: list[float] = []
 
     def open_stream(reinit: bool) -> FakeStream:
@@ -518,12 +576,13 @@ def test_supervisor_backs_off_exponentially_then_recovers(
             out.status
             == "degraded: cannot open output device default: No output device matching 'usb'"
         )
-        deadline = time.monotonic() + 5
-        while out.status != "ok" and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert out.status == "ok" and out.stream_opens == 1
-        gaps = np.diff(attempts)
-        assert list(gaps.round(2)) == pytest.approx([0.02, 0.04, 0.08, 0.1, 0.1], abs=0.03)
+        wait_until(lambda: out.status == "ok", what="the supervisor to open the stream")
+        assert out.stream_opens == 1 and len(attempts) == 6
+        # The delays it asked for (exact), and that it really waited at least that long;
+        # how much longer depends on the machine's load, so that is not asserted.
+        assert stop.timeouts[:5] == pytest.approx([0.02, 0.04, 0.08, 0.1, 0.1])
+        asked = [t for t in stop.timeouts[:5] if t is not None]
+        assert all(gap >= t - 0.005 for gap, t in zip(np.diff(attempts), asked, strict=True))
     finally:
         out.close()
 
@@ -538,6 +597,8 @@ def test_supervisor_reopens_a_stream_whose_callback_stalled(
     def open_stream(reinit: bool) -> FakeStream:
         streams.append(FakeStream())
         streams[-1].start()
+        if len(streams) == 2:  # the new stream is fine: never taken for stalled, however slow
+            monkeypatch.setattr(player, "CALLBACK_STALL_S", 3600.0)
         return streams[-1]
 
     monkeypatch.setattr(out, "_new_stream", open_stream)
@@ -548,10 +609,8 @@ def test_supervisor_reopens_a_stream_whose_callback_stalled(
         out.begin(u)
         assert out.write(u, np.ones(100, np.int16), NEVER)
         # Active, but PortAudio never calls back: no frame is handed out, ever.
-        assert out.end(u, NEVER, timeout=5) is False  # failed when the stream was dropped
-        deadline = time.monotonic() + 5
-        while out.stream_opens < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        assert out.end(u, NEVER, timeout=30) is False  # failed when the stream was dropped
+        wait_until(lambda: out.stream_opens >= 2, what="the supervisor to reopen the stream")
         assert out.stream_opens == 2 and streams[0].closed and out.status == "ok"
     finally:
         out.close()
@@ -666,3 +725,25 @@ def test_open_output_picks_the_sink(tmp_path: Path) -> None:
         open_output("wav-dir", RATE, None, None, 1.0, 2.0, 15, 1024)
     with pytest.raises(ValueError, match="unknown audio sink"):
         open_output("pulse", RATE, None, None, 1.0, 2.0, 15, 1024)
+
+
+def test_wav_dir_write_failure_degrades_leaves_no_part_file_and_recovers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = WavDirOutput(tmp_path / "out", RATE, fade_ms=0)
+    out.start()
+    u = Utterance("full", RATE)
+    out.begin(u)
+
+    def disk_full(*_: object) -> bool:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(player._WavFile, "write", disk_full)
+    with pytest.raises(AudioUnavailableError, match="No space left on device"):
+        out.write(u, tone(440.0, 0.1), NEVER)
+    assert list((tmp_path / "out").iterdir()) == []  # the partial file is gone
+    assert out.status.startswith("degraded: cannot write into")
+    monkeypatch.undo()
+    out.recover()  # the disk has room again: the probe file can be written
+    assert out.status == "ok"
+    assert list((tmp_path / "out").iterdir()) == []

@@ -263,3 +263,15 @@ def test_large_pathological_input(text: str) -> None:
     except EmptyTextError:
         return
     _check_chunks(chunks, 200, 60)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["12:" * 666 + "00", "1-" * 999 + "1", "你好世界。" * 172, "謝" * 860, "x" * 3000],
+)
+def test_no_chunk_exceeds_the_limit_whatever_the_script(text: str) -> None:
+    # These came back as single chunks of 860-4,666 characters, and one synthesis of
+    # such a chunk took the daemon to several GB.
+    chunks = prepare(text, max_chunk_chars=200, first_chunk_chars=40)
+    assert len(chunks[0]) <= 40
+    assert all(0 < len(chunk) <= 200 for chunk in chunks)

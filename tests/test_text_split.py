@@ -93,8 +93,11 @@ def test_split_sentences(text: str, sentences: list[str]) -> None:
             40,
             ["The washing machine has", "finished its cycle now"],
         ),
-        # A single word longer than the limit is the only oversized chunk.
-        ("a " + "x" * 30 + " b", 10, ["a", "x" * 30, "b"]),
+        # A word longer than the limit is cut at the limit...
+        ("a " + "x" * 30 + " b", 10, ["a", "x" * 10, "x" * 10, "x" * 10, "b"]),
+        # ... or after an in-word mark in the second half of it.
+        ("one-one-one-one", 10, ["one-one-", "one-one"]),
+        ("你好，世界你好世界", 4, ["你好，", "世界你好", "世界"]),
         # Decimals, times and thousands separators are not clause breaks.
         (
             "It is 3.5, 9:30 and 1,234 in total here",
@@ -122,10 +125,10 @@ LONG_SENTENCES = [
 @pytest.mark.parametrize("max_chars", [1, 5, 20, 60, 200])
 def test_split_long_keeps_words_and_limit(sentence: str, max_chars: int) -> None:
     chunks = split_long(sentence, max_chars)
-    assert " ".join(chunks).split() == sentence.split()
+    assert "".join("".join(chunks).split()) == "".join(sentence.split())
     for chunk in chunks:
         assert chunk == chunk.strip() and chunk
-        assert len(chunk) <= max_chars or " " not in chunk
+        assert len(chunk) <= max_chars
 
 
 def test_split_long_prefers_clause_boundaries() -> None:

@@ -6,6 +6,7 @@ trailing punctuation because the voice model uses it for intonation.
 """
 
 import re
+import unicodedata
 from typing import Final
 
 from edge_tts.text.clean import is_speakable
@@ -157,9 +158,29 @@ def _pack(pieces: list[str], max_chars: int) -> list[str]:
     return _greedy(pieces, low)
 
 
+# Where a word with no spaces in it may be cut: after these marks, else anywhere.
+_IN_WORD_BREAK: Final = re.compile(r"[-:/_.,;!?·、，。；：！？]")
+
+
+def _cut_word(word: str, max_chars: int) -> list[str]:
+    """A run without spaces ("1-1-1-...", Chinese text): cut after an in-word mark in the
+    second half of the limit, else at the limit, never before a combining mark."""
+    pieces: list[str] = []
+    while len(word) > max_chars:
+        marks = [m.end() for m in _IN_WORD_BREAK.finditer(word, max_chars // 2, max_chars)]
+        cut = marks[-1] if marks else max_chars
+        while cut > 1 and unicodedata.combining(word[cut]):
+            cut -= 1
+        pieces.append(word[:cut])
+        word = word[cut:]
+    return [*pieces, word] if word else pieces
+
+
 def _split(text: str, max_chars: int, level: int) -> list[str]:
-    if len(text) <= max_chars or level == len(_LEVELS):
+    if len(text) <= max_chars:
         return [text]
+    if level == len(_LEVELS):
+        return _cut_word(text, max_chars)
     pieces = [piece for piece in _LEVELS[level].split(text) if piece]
     chunks: list[str] = []
     for packed in _pack(pieces, max_chars):
@@ -171,8 +192,9 @@ def split_long(sentence: str, max_chars: int) -> list[str]:
     """Split a sentence into chunks of at most max_chars characters.
 
     Prefers clause punctuation (, ; : — –), then the space before a conjunction, then any
-    space. Only a single word longer than max_chars yields a longer chunk. Whitespace is
-    collapsed; the words and their order are unchanged.
+    space; a word longer than max_chars (text without spaces: long number runs, Chinese)
+    is cut after an in-word mark, else at the limit. No chunk is ever longer. Whitespace
+    is collapsed; the characters and their order are unchanged.
     """
     if max_chars < 1:
         raise ValueError(f"max_chars must be at least 1, got {max_chars}")

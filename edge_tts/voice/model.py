@@ -121,9 +121,16 @@ DECODE_SHARE = 0.5  # a window may take at most this share of the audio already 
 class Voice:
     """Thread-safe: `synthesize` and `stream` may be called from several workers at once."""
 
-    def __init__(self, files: VoiceFiles, pinned_sha256: str | None = None, threads: int = 2):
+    def __init__(
+        self,
+        files: VoiceFiles,
+        pinned_sha256: str | None = None,
+        threads: int = 2,
+        max_phonemes: int | None = None,
+    ):
         self.files = files
         self.config = load_config(files)
+        self.max_phonemes = max_phonemes  # per encoder run: bounds its memory (None: no bound)
         self._pinned = pinned_sha256
         self._threads = threads
         self._lock = threading.Lock()
@@ -157,10 +164,13 @@ class Voice:
         decoder window, and `concurrent` long sentences at once (the daemon's workers).
         Otherwise RSS creeps up in steps for hundreds of requests, as rare coincidences of
         two long encoder runs extend the arena."""
-        self._get_engine().warm_up()
-        ids = text_to_ids(WARM_UP_TEXT, self.config)[0]
+        engine = self._get_engine()
+        engine.warm_up()
+        feeds = self._feeds(self._warm_up_ids(), None)
+        # Only what grows with the input runs at full length (the encoder; the decoder
+        # works in bounded windows, sized just above): about a tenth of a whole synthesis.
         workers = [
-            threading.Thread(target=self.synthesize, args=(ids,), name=f"warm-up-{n + 1}")
+            threading.Thread(target=engine.run_input, args=(feeds,), name=f"warm-up-{n + 1}")
             for n in range(concurrent)
         ]
         for worker in workers:
@@ -168,6 +178,18 @@ class Voice:
         for worker in workers:
             worker.join()
         release_free_memory()
+
+    def ids(self, text: str) -> list[list[int]]:
+        """Normalized text → phoneme id sequences, none longer than `max_phonemes` allows."""
+        return text_to_ids(text, self.config, self.max_phonemes)
+
+    def _warm_up_ids(self) -> list[int]:
+        """The longest input a request can bring (`max_phonemes`), so the arena reaches its
+        high-water mark now and RSS stays flat afterwards, whatever the requests."""
+        if self.max_phonemes is None:
+            return text_to_ids(WARM_UP_TEXT, self.config)[0]
+        text = ", ".join([WARM_UP_TEXT.rstrip(".")] * (1 + self.max_phonemes // 100)) + "."
+        return text_to_ids(text, self.config, self.max_phonemes)[0]
 
     def _get_engine(self) -> _Engine:
         engine = self._engine
@@ -272,6 +294,7 @@ class _Engine(Protocol):
         self, feeds: dict[str, np.ndarray], first_frames: int | None
     ) -> Iterator[np.ndarray]: ...
     def warm_up(self) -> None: ...
+    def run_input(self, feeds: dict[str, np.ndarray]) -> None: ...
     def describe(self) -> str: ...
 
 
@@ -289,6 +312,9 @@ class _WholeEngine:
 
     def warm_up(self) -> None:
         pass
+
+    def run_input(self, feeds: dict[str, np.ndarray]) -> None:
+        self._session.run(None, feeds)
 
     def describe(self) -> str:
         return "whole-sentence decoding"
@@ -339,6 +365,10 @@ class _WindowedEngine:
         latent = np.zeros((1, self._channels, frames), np.float32)
         end = self.context + MAX_WINDOW_FRAMES
         self._decode(latent, self.context, end, speaker_feeds(self._decoder_inputs))
+
+    def run_input(self, feeds: dict[str, np.ndarray]) -> None:
+        """The encoder alone: the part whose memory grows with the input's length."""
+        self._encoder.run(None, feeds)
 
     def stream(
         self, feeds: dict[str, np.ndarray], first_frames: int | None

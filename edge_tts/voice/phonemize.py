@@ -1,25 +1,18 @@
-"""Text → phonemes → ids, exactly as Piper builds them.
-
-espeak-ng keeps global state (the current voice, its buffers), so every call into it
-goes through one process-wide lock.
-"""
+"""Text → phonemes → ids, exactly as Piper builds them."""
 
 from __future__ import annotations
 
 import logging
-import threading
 import unicodedata
 from collections.abc import Mapping, Sequence
 
 from piper.config import PhonemeType, PiperConfig
-from piper.phonemize_espeak import EspeakPhonemizer
+
+from . import espeak
 
 _LOGGER = logging.getLogger(__name__)
 
 BOS, EOS, PAD = "^", "$", "_"
-
-_ESPEAK_LOCK = threading.Lock()
-_espeak: EspeakPhonemizer | None = None
 
 
 class UnsupportedVoiceError(ValueError):
@@ -34,13 +27,7 @@ def phonemize(text: str, config: PiperConfig) -> list[list[str]]:
         raise UnsupportedVoiceError(
             f"phoneme_type {config.phoneme_type.value!r} is not supported (espeak and text are)"
         )
-    global _espeak
-    with _ESPEAK_LOCK:
-        if _espeak is None:
-            _espeak = EspeakPhonemizer()
-        sentences = _espeak.phonemize(
-            config.espeak_voice, text, vowel_clusters=config.vowel_clusters
-        )
+    sentences = espeak.sentences(config.espeak_voice, text, config.vowel_clusters)
     return [s for s in sentences if s]
 
 
@@ -59,6 +46,33 @@ def phonemes_to_ids(phonemes: Sequence[str], id_map: Mapping[str, Sequence[int]]
     return ids
 
 
-def text_to_ids(text: str, config: PiperConfig) -> list[list[int]]:
-    """One id sequence per sentence espeak finds in `text`."""
-    return [phonemes_to_ids(p, config.phoneme_id_map) for p in phonemize(text, config)]
+def text_to_ids(text: str, config: PiperConfig, max_phonemes: int | None = None) -> list[list[int]]:
+    """One id sequence per sentence espeak finds in `text`; with `max_phonemes`, a longer
+    sentence is cut at word boundaries into sequences of at most that many phonemes."""
+    return [
+        phonemes_to_ids(piece, config.phoneme_id_map)
+        for sentence in phonemize(text, config)
+        for piece in bound_phonemes(sentence, max_phonemes)
+    ]
+
+
+def bound_phonemes(phonemes: list[str], limit: int | None) -> list[list[str]]:
+    """Cut a phoneme list into pieces of at most `limit`, after a word gap (" ") when one
+    lies in the second half of the piece, else at the limit itself.
+
+    This is what bounds one encoder run's memory, which grows with the square of its
+    input: the text front-end's character limit cannot, as one character may be a dozen
+    phonemes (a CJK character in an English voice is "Chinese letter")."""
+    if limit is None or len(phonemes) <= limit:
+        return [phonemes]
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+    pieces: list[list[str]] = []
+    rest = phonemes
+    while len(rest) > limit:
+        gap = max((i for i in range(limit // 2, limit) if rest[i] == " "), default=None)
+        cut = limit if gap is None else gap + 1
+        pieces.append(rest[:cut])
+        rest = rest[cut:]
+    pieces.append(rest)
+    return [piece for piece in pieces if any(p != " " for p in piece)]
