@@ -143,7 +143,7 @@ class Case:
     content_type: str | None = None
     payload_format: int | None = None
     sender_id: str | None = None  # the id the payload carries when it is a valid one
-    dedupe_key: tuple[str, str] | None = None  # (id, text) for the duplicate class
+    dedupe_key: tuple[str, str] | None = None  # (id, text) where an id may repeat
     heavy: bool = False
     # filled in while running
     sent_at: float | None = None
@@ -483,9 +483,14 @@ def g_wrong_type(rng: random.Random, rid: str) -> Case:
         value if not isinstance(value, str) or len(value) < 30 else f"{value[:20]}...x{len(value)}"
     )
     sid = rid if name != "id" and expect != "reject" else None
+    key = None
     if name == "id" and isinstance(value, str) and expect == "play":
-        sid = value
-    return Case(0, "wrong_type", f"{name}={shown!r}", dumps(fields, rng), expect, sender_id=sid)
+        # A fixed id ("."): the same id with the same text again is a duplicate.
+        sid, key = value, (value, fields["text"])
+    return Case(
+        0, "wrong_type", f"{name}={shown!r}", dumps(fields, rng), expect, sender_id=sid,
+        dedupe_key=key,
+    )  # fmt: skip
 
 
 UNKNOWN_KEYS = ("lang", "Text", "", " text", "text ", "TEXT", "k" * 1000, "\u0000", "siteId",

