@@ -70,7 +70,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from report_io import emit  # noqa: E402 - bench/ is the script's own directory
+from daemon_rig import stats  # noqa: E402 - bench/ is the script's own directory
+from report_io import emit  # noqa: E402
 
 from tests.broker import Broker, Recorder  # noqa: E402 - needs the repo root on sys.path
 from tests.daemon_proc import DaemonProcess, daemon_config  # noqa: E402
@@ -120,26 +121,6 @@ MB = 1e6
 
 
 # --- helpers around the test rig -------------------------------------------------------
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    position = (len(ordered) - 1) * q / 100
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def stats(values: Sequence[float | None]) -> dict[str, Any]:
-    clean = [v for v in values if v is not None]
-    out: dict[str, Any] = {"n": len(clean)}
-    for name, q in (("p50", 50), ("p95", 95), ("p99", 99)):
-        p = percentile(clean, q)
-        out[name] = None if p is None else round(p, 1)
-    out["max"] = round(max(clean), 1) if clean else None
-    return out
 
 
 def log(message: str) -> None:
