@@ -8,11 +8,11 @@
         --set synthesis.max_concurrent=1 --set audio.block_frames=256 --latency 0.03
     python bench/daemon_e2e.py --quick --only none --rss-knobs   # only the memory knobs
 
-Mosquitto on a free port (tests/broker.py), the daemon as `python -m edge_tts run --config
-F` with a fake NOTIFY_SOCKET (tests/daemon_proc.py; preload on, the default voice, which
+Mosquitto on a free port (tests/support/broker.py), the daemon as `python -m edge_tts run --config
+F` with a fake NOTIFY_SOCKET (tests/support/daemon_proc.py; preload on, the default voice, which
 resolves to our INT8 build: EDGE_TTS_DATA_DIR points at this user's data directory, and
 the voice's digest from the daemon's telemetry is checked against the INT8 manifest), and
-PulseAudio with a pipe sink paced by the system clock (tests/soundcard.py) as ALSA's
+PulseAudio with a pipe sink paced by the system clock (tests/support/soundcard.py) as ALSA's
 default. Monotonic clocks are system-wide, so bench and daemon timestamps compare.
 
 Phases (--only picks some; `--only none` runs none, for --investigate / --rss-knobs alone):
@@ -73,12 +73,12 @@ if str(REPO) not in sys.path:
 from daemon_rig import stats  # noqa: E402 - bench/ is the script's own directory
 from report_io import emit  # noqa: E402
 
-from tests.broker import Broker, Recorder  # noqa: E402 - needs the repo root on sys.path
-from tests.daemon_proc import DaemonProcess, daemon_config  # noqa: E402
+from tests.support.broker import Broker, Recorder  # noqa: E402 - needs the repo root on sys.path
+from tests.support.daemon_proc import DaemonProcess, daemon_config  # noqa: E402
 
-# Loaded at run time: mypy would check tests/soundcard.py too, and flags its one
+# Loaded at run time: mypy would check tests/support/soundcard.py too, and flags its one
 # `type: ignore` as unused under this project's strict settings.
-_soundcard: Any = importlib.import_module("tests.soundcard")
+_soundcard: Any = importlib.import_module("tests.support.soundcard")
 
 SHIM_ENV = "EDGE_TTS_BENCH_SHIM"
 CORPUS = REPO / "edge_tts" / "voice" / "data" / "evaluation_en.txt"
@@ -128,7 +128,7 @@ def log(message: str) -> None:
 
 
 class Card:
-    """tests/soundcard.py's VirtualSoundCard, plus sample-accurate onsets and, for the
+    """tests/support/soundcard.py's VirtualSoundCard, plus sample-accurate onsets and, for the
     knob sweep, another sink format (the helper's pa.pa, rewritten before PulseAudio starts)."""
 
     def __init__(self, root: Path, rate: int = RATE, channels: int = 1) -> None:
@@ -847,8 +847,8 @@ def install_trace(path: Path) -> None:
     import numpy as np
 
     import edge_tts.app as app
+    import edge_tts.audio.player as player
     import edge_tts.pipeline as pipeline
-    import edge_tts.player as player
 
     out = path.open("a", buffering=1)
     lock = threading.Lock()

@@ -1,8 +1,8 @@
 """What bench/soak.py and bench/fuzz.py share: Mosquitto and one daemon process (with
 `edge-ttsd run --set` overrides) on the wav-dir sink, its RSS, its log, percentiles.
 
-The helpers of tests/ are used as they are (tests/broker.py, tests/daemon_proc.py); the
-daemon's `--set` pairs are appended to the command line of tests/daemon_proc.py's
+The helpers of tests/support/ are used as they are (broker.py, daemon_proc.py); the
+daemon's `--set` pairs are appended to the command line of tests/support/daemon_proc.py's
 DaemonProcess by a subclass, nothing in tests/ is changed.
 """
 
@@ -24,8 +24,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tests.broker import Broker  # noqa: E402 - needs the repo root on sys.path
-from tests.daemon_proc import DaemonProcess, daemon_config  # noqa: E402
+from tests.support.broker import Broker  # noqa: E402 - needs the repo root on sys.path
+from tests.support.daemon_proc import DaemonProcess, daemon_config  # noqa: E402
 
 MB = 1e6
 FINAL = ("finished", "rejected", "expired", "interrupted", "duplicate")
@@ -84,7 +84,7 @@ def fmt(value: Any, spec: str = ".0f") -> str:
 
 
 class SetDaemon(DaemonProcess):
-    """tests/daemon_proc.py's DaemonProcess, with `--set KEY=VALUE` pairs passed to
+    """tests/support/daemon_proc.py's DaemonProcess, with `--set KEY=VALUE` pairs passed to
     `python -m edge_tts run` (what `edge-ttsd run --set` does)."""
 
     def __init__(

@@ -5,8 +5,8 @@ exactly one final event per request.
     python bench/soak.py --requests 300 --out soak.json   # a quick check
     python bench/soak.py --set synthesis.max_concurrent=1 # any daemon setting (--set)
 
-A real Mosquitto on a free port (tests/broker.py) and the daemon as `python -m edge_tts
-run --config F [--set K=V ...]` with a fake NOTIFY_SOCKET (tests/daemon_proc.py), the
+A real Mosquitto on a free port (tests/support/broker.py) and the daemon as `python -m edge_tts
+run --config F [--set K=V ...]` with a fake NOTIFY_SOCKET (tests/support/daemon_proc.py), the
 default voice (our INT8 build: EDGE_TTS_DATA_DIR is this user's data directory; the
 digest in the daemon's telemetry is checked against the INT8 manifest), `audio.sink:
 wav-dir` (one WAV per request, not paced by a clock: faster than real time). Each WAV is
@@ -68,7 +68,7 @@ from daemon_rig import (  # noqa: E402 - bench/ is the script's own directory
 )
 from report_io import emit  # noqa: E402
 
-from tests.broker import Recorder  # noqa: E402 - needs the repo root on sys.path
+from tests.support.broker import Recorder  # noqa: E402 - needs the repo root on sys.path
 
 # One word each (the default): the shortest texts that still run the whole path (text
 # front-end, encoder, decoder windows, WAV), about half a second of audio.

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from .audio.player import AudioOutput, open_output
 from .config import Settings, VoiceSettings
 from .dedupe import PlayedStore
 from .messages import (
@@ -34,7 +35,6 @@ from .messages import (
 from .mqtt_link import Inbound, MqttLink
 from .notify import HealthTick, Notifier
 from .pipeline import Job, Pipeline
-from .player import AudioOutput, open_output
 from .synthesis import SpeechOptions
 from .telemetry import Telemetry, TelemetryPublisher
 from .voice import files

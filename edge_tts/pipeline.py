@@ -19,9 +19,9 @@ from typing import Protocol
 
 import numpy as np
 
+from .audio.player import AudioOutput, AudioUnavailableError, Utterance
 from .dedupe import PlayedStore
 from .messages import SayRequest
-from .player import AudioOutput, AudioUnavailableError, Utterance
 from .synthesis import SpeechOptions, render
 from .telemetry import Telemetry
 from .text import EmptyTextError, prepare

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .pause_gate import PauseGate
+from .audio.pause_gate import PauseGate
 from .text import EmptyTextError, prepare
 from .voice.model import FIRST_WINDOW_FRAMES, SynthesisParams, Voice, to_pcm16
 

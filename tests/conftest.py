@@ -15,8 +15,8 @@ import pytest
 from edge_tts.voice import files
 from edge_tts.voice.model import Voice
 
-from .broker import Broker
-from .soundcard import VirtualSoundCard
+from .support.broker import Broker
+from .support.soundcard import VirtualSoundCard
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "edge_tts" / "voice" / "data" / "evaluation_en.txt"

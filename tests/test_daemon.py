@@ -19,8 +19,8 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from .broker import Broker, Recorder, make_tls_material
-from .daemon_proc import (
+from .support.broker import Broker, Recorder, make_tls_material
+from .support.daemon_proc import (
     REPO,
     DaemonProcess,
     NotifySocket,
@@ -28,8 +28,8 @@ from .daemon_proc import (
     wait_ready,
     wait_working,
 )
-from .soundcard import VirtualSoundCard
-from .waiting import REQUEST_TIMEOUT_S, stop_process
+from .support.soundcard import VirtualSoundCard
+from .support.waiting import REQUEST_TIMEOUT_S, stop_process
 
 pytestmark = pytest.mark.slow
 

@@ -4,7 +4,7 @@ The converge test makes the target look like a freshly flashed board: a Debian b
 root from `debootstrap --variant=minbase` (no python), reached through Ansible's chroot
 connection. It applies the real playbook and role twice (the second run must change
 nothing), checks what was installed, then starts the daemon from the installed paths the
-way the unit's ExecStart would (systemd/run_sandboxed.py: user, StateDirectory,
+way the unit's ExecStart would (tests/support/run_sandboxed.py: user, StateDirectory,
 LoadCredential, read-only root, seccomp) against a Mosquitto that wants TLS and a password,
 and has it answer an MQTT `say` with audio.
 
@@ -37,8 +37,8 @@ import numpy as np
 import pytest
 import yaml
 
-from .broker import Broker, Recorder, free_port, make_tls_material, start_mosquitto
-from .daemon_proc import NotifySocket, wait_ready
+from .support.broker import Broker, Recorder, free_port, make_tls_material, start_mosquitto
+from .support.daemon_proc import NotifySocket, wait_ready
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
@@ -548,7 +548,7 @@ def test_installed_daemon_answers_say_with_audio(
     log = converged.work / "daemon.log"
     command = [
         sys.executable,
-        str(REPO / "systemd/run_sandboxed.py"),
+        str(REPO / "tests/support/run_sandboxed.py"),
         "--root",
         str(root),
         "--unit",

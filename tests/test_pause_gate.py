@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edge_tts.pause_gate import FRAME, RANGE_DB, PauseGate
+from edge_tts.audio.pause_gate import FRAME, RANGE_DB, PauseGate
 from edge_tts.synthesis import SpeechOptions, Synthesizer
 from edge_tts.voice import files
 from edge_tts.voice.model import Voice

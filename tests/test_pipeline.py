@@ -15,8 +15,8 @@ from edge_tts.pipeline import Job, Pipeline
 from edge_tts.synthesis import SpeechOptions
 from edge_tts.telemetry import Telemetry
 
-from .fakes import FakeOutput, FakeReporter, FakeVoice
-from .waiting import wait_until
+from .support.fakes import FakeOutput, FakeReporter, FakeVoice
+from .support.waiting import wait_until
 
 LONG = "One two three four five. Six seven eight nine ten. Eleven twelve thirteen fourteen."
 

@@ -1,6 +1,6 @@
 """The audio output, through a real (virtual) sound card, and the WAV-directory sink.
 
-ALSA output runs in a subprocess (tests/player_driver.py) whose HOME points at the card's
+ALSA output runs in a subprocess (tests/support/player_driver.py) whose HOME points at the card's
 asoundrc; the card captures what reached it, in real time and bit-exact.
 """
 
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from edge_tts import player
-from edge_tts.player import (
+from edge_tts.audio import player
+from edge_tts.audio.player import (
     AlsaOutput,
     AudioUnavailableError,
     Utterance,
@@ -34,14 +34,14 @@ from edge_tts.player import (
     open_output,
     safe_name,
 )
-from edge_tts.ringbuffer import fade_in_gain, fade_out_gain
+from edge_tts.audio.ringbuffer import fade_in_gain, fade_out_gain
 
-from .player_driver import tone
-from .soundcard import VirtualSoundCard
-from .waiting import DEFAULT_TIMEOUT_S, wait_until
+from .support.player_driver import tone
+from .support.soundcard import VirtualSoundCard
+from .support.waiting import DEFAULT_TIMEOUT_S, wait_until
 
 REPO = Path(__file__).resolve().parents[1]
-DRIVER = Path(__file__).with_name("player_driver.py")
+DRIVER = Path(__file__).parent / "support" / "player_driver.py"
 RATE = 22050
 BLOCK = 1024
 FADE = round(15 * RATE / 1000)  # the default fade_ms in frames

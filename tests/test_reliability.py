@@ -15,10 +15,10 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from .broker import Broker, Recorder
-from .daemon_proc import DaemonProcess, daemon_config
-from .soundcard import VirtualSoundCard
-from .waiting import wait_until
+from .support.broker import Broker, Recorder
+from .support.daemon_proc import DaemonProcess, daemon_config
+from .support.soundcard import VirtualSoundCard
+from .support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

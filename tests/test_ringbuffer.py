@@ -9,9 +9,9 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from edge_tts.ringbuffer import RingBuffer
+from edge_tts.audio.ringbuffer import RingBuffer
 
-from .waiting import DEFAULT_TIMEOUT_S, wait_until
+from .support.waiting import DEFAULT_TIMEOUT_S, wait_until
 
 NEVER = threading.Event()
 

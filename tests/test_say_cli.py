@@ -15,7 +15,7 @@ from edge_tts.voice import files
 from edge_tts.voice.model import Voice
 
 from .conftest import run_cli
-from .soundcard import VirtualSoundCard
+from .support.soundcard import VirtualSoundCard
 
 pytestmark = pytest.mark.slow
 

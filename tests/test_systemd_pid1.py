@@ -46,7 +46,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .broker import Recorder, start_mosquitto
+from .support.broker import Recorder, start_mosquitto
+from .support.waiting import wait_until
 from .test_deploy import CACHE as DEPLOY_CACHE
 from .test_deploy import (
     DEVICE,
@@ -60,7 +61,6 @@ from .test_deploy import (
     _umount_all,
     cached_root_tarball,
 )
-from .waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -2,21 +2,19 @@
 
 No systemd runs as PID 1 here, so `systemd-analyze verify` runs against a scratch root that
 holds the unit, systemd's own units and a stand-in for ExecStart, and the sandbox is
-rebuilt by systemd/run_sandboxed.py (seccomp filters from systemd's own syscall groups,
+rebuilt by tests/support/run_sandboxed.py (seccomp filters from systemd's own syscall groups,
 address families, namespaces, capabilities) around the real daemon.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,31 +25,20 @@ import yaml
 from edge_tts.cli import EXIT_REFUSED
 from edge_tts.config import PASSWORD_CREDENTIAL
 
-from .broker import Broker, Recorder
-from .daemon_proc import NotifySocket, daemon_config, wait_ready
-from .soundcard import VirtualSoundCard
-from .waiting import REQUEST_TIMEOUT_S, stop_process
+from .support import run_sandboxed
+from .support.broker import Broker, Recorder
+from .support.daemon_proc import NotifySocket, daemon_config, wait_ready
+from .support.soundcard import VirtualSoundCard
+from .support.waiting import REQUEST_TIMEOUT_S, stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 UNIT = REPO / "systemd" / "edge-ttsd.service"
-SANDBOX = REPO / "systemd" / "run_sandboxed.py"
+SANDBOX = REPO / "tests" / "support" / "run_sandboxed.py"
 MAX_EXPOSURE = 2.5
 SYSTEMD_UNITS = next(
     (p for p in (Path("/usr/lib/systemd/system"), Path("/lib/systemd/system")) if p.is_dir()),
     None,
 )
-
-
-def _load_sandbox_script() -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location("run_sandboxed", SANDBOX)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-run_sandboxed = _load_sandbox_script()  # systemd/run_sandboxed.py is a script, not a package
 
 
 def _needs_systemd_analyze() -> None:

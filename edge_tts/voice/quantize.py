@@ -155,7 +155,7 @@ _SCHEME_LIST = (
     ),
     Scheme(
         # The default: as intelligible as FP32 by ASR, ~1.45x its speed; its activation
-        # noise in pauses (-76 dBFS) is taken below the LSB by edge_tts.pause_gate.
+        # noise in pauses (-76 dBFS) is taken below the LSB by edge_tts.audio.pause_gate.
         "static-fast",
         "static-enc-flow-dec0 plus decoder stage-1 resblocks, Percentile 99.99 calibration",
         "static",

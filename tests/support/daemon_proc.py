@@ -25,7 +25,7 @@ from .waiting import (
     wait_until,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 class NotifySocket:

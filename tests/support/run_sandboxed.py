@@ -40,7 +40,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-UNIT = Path(__file__).resolve().with_name("edge-ttsd.service")
+UNIT = Path(__file__).resolve().parents[2] / "systemd" / "edge-ttsd.service"
 
 # --- the unit file ------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from edge_tts.player import AudioUnavailableError, Utterance
+from edge_tts.audio.player import AudioUnavailableError, Utterance
 from edge_tts.voice import files
 from edge_tts.voice.model import SynthesisParams, load_config
 from edge_tts.voice.phonemize import text_to_ids

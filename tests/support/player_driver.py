@@ -3,7 +3,7 @@
 Its own process because ALSA reads HOME (the virtual card's asoundrc) when PortAudio
 initializes, and PortAudio initializes when sounddevice is first imported.
 
-    python tests/player_driver.py SCENARIO '{"param": value, ...}' </dev/null
+    python tests/support/player_driver.py SCENARIO '{"param": value, ...}' </dev/null
 
 After its "done" event the driver keeps the stream open until its stdin closes: the test
 closes it once the audio has come out of the sound card, rather than guessing how long the
@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from edge_tts.player import AlsaOutput, AudioUnavailableError, Utterance
+from edge_tts.audio.player import AlsaOutput, AudioUnavailableError, Utterance
 
 RATE = 22050
 NEVER = threading.Event()

@@ -1,0 +1,1 @@
+"""Audio after synthesis: signal processing, the ring buffer and the outputs (ALSA, WAV dir)."""

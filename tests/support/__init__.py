@@ -1,0 +1,1 @@
+"""Test and benchmark rig: broker, daemon launcher, virtual sound card, fakes, sandbox runner."""
