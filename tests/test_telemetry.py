@@ -255,5 +255,12 @@ def test_publisher_survives_failing_gauges() -> None:
     assert publisher.publish_once() is False
 
 
-def test_stop_without_start_is_harmless() -> None:
-    TelemetryPublisher(Telemetry(), 1, dict, _Recorder()).stop(timeout=1)
+def test_stop_without_start_is_harmless(caplog: pytest.LogCaptureFixture) -> None:
+    """A daemon that fails to start stops its parts, started or not: no wait, no noise."""
+    recorder = _Recorder()
+    began = time.monotonic()
+    TelemetryPublisher(Telemetry(), 1, dict, recorder).stop(timeout=30)
+    assert time.monotonic() - began < 5  # no join on a thread that never ran
+    assert recorder.times == [] and recorder.snapshots == []
+    assert caplog.records == []
+    assert not any(t.name == "telemetry" for t in threading.enumerate())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +38,7 @@ LONG = (
 
 def snr_db(reference: np.ndarray, other: np.ndarray) -> float:
     noise = float(np.sum((reference - other) ** 2))
-    return 10 * np.log10(float(np.sum(reference**2)) / max(noise, 1e-30))
+    return float(10 * np.log10(float(np.sum(reference**2)) / max(noise, 1e-30)))
 
 
 def whole_graph(model: Path, ids: list[int], voice: Voice) -> np.ndarray:
@@ -45,7 +46,8 @@ def whole_graph(model: Path, ids: list[int], voice: Voice) -> np.ndarray:
     session = onnxruntime.InferenceSession(
         model.read_bytes(), session_options(2), providers=["CPUExecutionProvider"]
     )
-    return session.run(None, voice._feeds(ids, DETERMINISTIC))[0].reshape(-1)
+    output: np.ndarray = session.run(None, voice._feeds(ids, DETERMINISTIC))[0]
+    return output.reshape(-1)
 
 
 @pytest.mark.slow
@@ -61,7 +63,7 @@ def test_fp32_voice_is_cut_at_the_decoder(fp32_voice: Voice) -> None:
 
 
 def stage(context: int, hop: int) -> DecoderStage:
-    return DecoderStage(session=None, input="x", context=context, hop=hop)  # type: ignore[arg-type]
+    return DecoderStage(session=None, input="x", context=context, hop=hop)
 
 
 def test_window_plan_feeds_each_stage_its_own_context() -> None:
@@ -209,6 +211,31 @@ def test_windows_are_even_and_never_exceed_the_cap() -> None:
 
 @pytest.mark.slow
 def test_warm_up_runs_concurrent_long_sentences(voice_copy: files.VoiceFiles) -> None:
-    voice = Voice(voice_copy)
+    """Each worker's encoder runs at the longest input a request can bring, all at once: the
+    arena reaches the high-water mark of concurrent long requests before READY."""
+    voice = Voice(voice_copy, max_phonemes=300)
+    engine = voice._get_engine()
+    real_run = engine.run_input
+    # Every run waits here for the other: sequential runs break the barrier (timeout).
+    together = threading.Barrier(2, timeout=120)
+    lengths: list[int] = []
+    threads: set[str] = set()
+    failures: list[BaseException] = []
+
+    def recording_run(feeds: dict[str, np.ndarray]) -> None:
+        try:
+            lengths.append(int(feeds["input"].shape[1]))
+            threads.add(threading.current_thread().name)
+            together.wait()
+            real_run(feeds)
+        except BaseException as err:  # reported below, not lost in a thread
+            failures.append(err)
+
+    engine.run_input = recording_run  # type: ignore[method-assign]
     voice.warm_up(concurrent=2)
-    assert voice.loaded and voice.windowed
+    assert failures == []
+    assert len(lengths) == 2 and len(threads) == 2
+    # No sentence ends: the phonemizer's cap at word gaps is the only thing cutting it.
+    longest = max(len(ids) for ids in voice.ids(", ".join([LONG.rstrip(".")] * 4) + "."))
+    assert lengths == [longest, longest]
+    assert longest == 2 * 300 + 3  # the cap: "^", pad, 300 x (phoneme, pad), "$"

@@ -19,7 +19,7 @@ from piper.config import PiperConfig
 
 from .files import VoiceFiles
 from .integrity import read_pinned
-from .phonemize import text_to_ids
+from .phonemize import phonemes_to_ids, phonemize, text_to_ids
 from .split import SplitModel, check_and_split
 
 _LOGGER = logging.getLogger(__name__)
@@ -188,8 +188,10 @@ class Voice:
         high-water mark now and RSS stays flat afterwards, whatever the requests."""
         if self.max_phonemes is None:
             return text_to_ids(WARM_UP_TEXT, self.config)[0]
-        text = ", ".join([WARM_UP_TEXT.rstrip(".")] * (1 + self.max_phonemes // 100)) + "."
-        return text_to_ids(text, self.config, self.max_phonemes)[0]
+        text = ", ".join([WARM_UP_TEXT.rstrip(".")] * (2 + self.max_phonemes // 100)) + "."
+        # Exactly the cap, not the last word gap before it: a request's piece can be that long.
+        phonemes = phonemize(text, self.config)[0][: self.max_phonemes]
+        return phonemes_to_ids(phonemes, self.config.phoneme_id_map)
 
     def _get_engine(self) -> _Engine:
         engine = self._engine
