@@ -1,4 +1,4 @@
-"""Command line: `edge-ttsd run | check-config | say | verify-model | quantize`."""
+"""Command line: `edge-ttsd run | check-config | say | verify-model | quantize | wait-online`."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_say(sub)
     _add_verify(sub)
     _add_quantize(sub)
+    _add_wait_online(sub)
     return parser
 
 
@@ -101,6 +102,21 @@ def _add_quantize(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="do nothing when OUT was built from this source with this scheme and onnxruntime",
     )
     p.set_defaults(func=_cmd_quantize)
+
+
+def _add_wait_online(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "wait-online",
+        help="the rollout gate: wait until this device's retained availability says online",
+        description="Exit 0 once online, 1 on timeout (also: broker unreachable), "
+        "2 when the broker refuses the login, 78 for a bad config.",
+    )
+    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="YAML settings file")
+    p.add_argument(
+        "--password-file", type=Path, help="broker password (else the config's own source)"
+    )
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds (default %(default)g)")
+    p.set_defaults(func=_cmd_wait_online)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -210,6 +226,16 @@ def _cmd_quantize(args: argparse.Namespace) -> int:
     from .quantize_cmd import run_quantize
 
     return run_quantize(args)
+
+
+def _cmd_wait_online(args: argparse.Namespace) -> int:
+    from .config import ConfigError, load_settings
+    from .online_gate import wait_online
+
+    try:
+        return wait_online(load_settings(args.config), args.timeout, args.password_file)
+    except ConfigError as err:
+        return _fail(EXIT_REFUSED, f"{args.config}: {err}")
 
 
 def _fail(code: int, message: str) -> int:

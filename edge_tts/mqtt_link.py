@@ -59,6 +59,41 @@ class Inbound:
     generation: int  # which connection delivered it: a mid is only valid on that one
 
 
+def new_client(
+    broker: BrokerSettings,
+    client_id: str,
+    protocol: MQTTProtocolVersion,
+    *,
+    persistent: bool = False,
+    manual_ack: bool = False,
+) -> mqtt.Client:
+    """A paho client for `broker` speaking `protocol`, with the broker's credentials and TLS
+    set: the one place that turns broker settings into a login, used by the daemon's link
+    and by the rollout gate (`edge-ttsd wait-online`), so both log in the same way.
+
+    `persistent`: MQTT 3.1.1's clean session off (MQTT 5 asks for its session at connect)."""
+    v5 = protocol == MQTTProtocolVersion.MQTTv5
+    client = mqtt.Client(
+        CallbackAPIVersion.VERSION2,
+        client_id=client_id,
+        protocol=protocol,
+        clean_session=None if v5 or not persistent else False,
+        manual_ack=manual_ack,
+    )
+    if broker.username:
+        client.username_pw_set(broker.username, broker.password())
+    tls = broker.tls
+    if tls is not None:
+        client.tls_set(
+            ca_certs=str(tls.ca_file) if tls.ca_file else None,
+            certfile=str(tls.cert_file) if tls.cert_file else None,
+            keyfile=str(tls.key_file) if tls.key_file else None,
+            cert_reqs=ssl.CERT_NONE if tls.insecure else ssl.CERT_REQUIRED,
+        )
+        client.tls_insecure_set(tls.insecure)
+    return client
+
+
 class MqttLink:
     def __init__(
         self,
@@ -186,38 +221,19 @@ class MqttLink:
     # --- paho plumbing -------------------------------------------------------------
 
     def _make_client(self) -> mqtt.Client:
-        v5 = self._protocol == MQTTProtocolVersion.MQTTv5
-        client = mqtt.Client(
-            CallbackAPIVersion.VERSION2,
-            client_id=self._client_id,
-            protocol=self._protocol,
-            clean_session=None if v5 else False,
-            manual_ack=True,
+        client = new_client(
+            self._broker, self._client_id, self._protocol, persistent=True, manual_ack=True
         )
         client.enable_logger(_PAHO_LOGGER)
         client.reconnect_delay_set(RECONNECT_MIN_S, RECONNECT_MAX_S)
         client.will_set(self._availability, "offline", qos=1, retain=True)
         client.max_inflight_messages_set(100)
         client.max_queued_messages_set(1000)  # bounded: events while offline
-        self._configure_auth(client)
         client.on_connect = self._guard(self._handle_connect)
         client.on_disconnect = self._guard(self._handle_disconnect)
         client.on_message = self._guard(self._handle_message)
         client.on_subscribe = self._guard(self._handle_subscribe)
         return client
-
-    def _configure_auth(self, client: mqtt.Client) -> None:
-        if self._broker.username:
-            client.username_pw_set(self._broker.username, self._broker.password())
-        tls = self._broker.tls
-        if tls is not None:
-            client.tls_set(
-                ca_certs=str(tls.ca_file) if tls.ca_file else None,
-                certfile=str(tls.cert_file) if tls.cert_file else None,
-                keyfile=str(tls.key_file) if tls.key_file else None,
-                cert_reqs=ssl.CERT_NONE if tls.insecure else ssl.CERT_REQUIRED,
-            )
-            client.tls_insecure_set(tls.insecure)
 
     def _connect_properties(self) -> Properties | None:
         if self._protocol != MQTTProtocolVersion.MQTTv5:

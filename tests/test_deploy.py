@@ -1,23 +1,20 @@
-"""deploy/: lint, syntax, the build and gate helpers, and a converge on a fresh Debian root.
+"""deploy/: lint, syntax, the wheel build helper, and a converge on a fresh Debian root.
 
 The converge test makes the target look like a freshly flashed board: a Debian bookworm
 root from `debootstrap --variant=minbase` (no python), reached through Ansible's chroot
-connection. It applies the real playbook and role twice (the second run must change
-nothing), checks what was installed, then starts the daemon from the installed paths the
-way the unit's ExecStart would (tests/support/run_sandboxed.py: user, StateDirectory,
-LoadCredential, read-only root, seccomp) against a Mosquitto that wants TLS and a password,
-and has it answer an MQTT `say` with audio.
+connection (tests/support/rootfs.py). It applies the real playbook and role twice (the
+second run must change nothing), checks what was installed, then starts the daemon from the
+installed paths the way the unit's ExecStart would (tests/support/run_sandboxed.py: user,
+StateDirectory, LoadCredential, read-only root, seccomp) against a Mosquitto that wants TLS
+and a password, has it answer an MQTT `say` with audio, and runs the rollout gate
+(`edge-ttsd wait-online`) from the installed venv.
 
-Needs root, network (Debian and PyPI), debootstrap (installed on demand), mosquitto and
-openssl. Cached between runs on the same machine, in /var/cache/edge-tts-ci (or
-$EDGE_TTS_CI_CACHE): the debootstrapped root as a tarball, apt's .deb files, pip's cache
-and the INT8 voice built on the controller. Times: docs/fleet.md.
+Needs what tests/support/rootfs.py says (root, network or its warm cache, debootstrap,
+mosquitto, openssl). Times: docs/fleet.md.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import re
@@ -26,7 +23,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import wave
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -37,39 +33,27 @@ import numpy as np
 import pytest
 import yaml
 
-from .support.broker import Broker, Recorder, free_port, make_tls_material, start_mosquitto
+from .support.broker import Recorder
 from .support.daemon_proc import NotifySocket, wait_ready
-
-REPO = Path(__file__).resolve().parents[1]
-DEPLOY = REPO / "deploy"
-BIN = Path(sys.executable).parent
-CACHE = Path(os.environ.get("EDGE_TTS_CI_CACHE", "/var/cache/edge-tts-ci"))
-MIRROR = os.environ.get("EDGE_TTS_CI_DEBIAN_MIRROR", "http://deb.debian.org/debian")
-SUITE = "bookworm"
-DEVICE = "ci-pi"
-PASSWORD = "ci-secret-1"
-PLAYBOOK_TIMEOUT_S = 1800
-
-
-def _tool(name: str) -> str:
-    path = BIN / name
-    if not path.exists():
-        pytest.fail(f"{name} is not installed in {BIN} (pip install ansible ansible-lint)")
-    return str(path)
-
-
-def _ansible_env(**extra: str) -> dict[str, str]:
-    """A clean environment: what a CI machine's pip or proxy settings say must not leak into
-    the target through the chroot connection."""
-    return {
-        "PATH": f"{BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        "HOME": os.environ.get("HOME", "/root"),
-        "LANG": "C.UTF-8",
-        "ANSIBLE_NOCOLOR": "1",
-        "ANSIBLE_FORCE_COLOR": "0",
-        **extra,
-    }
-
+from .support.rootfs import (
+    CACHE,
+    DEPLOY,
+    DEVICE,
+    PASSWORD,
+    REPO,
+    SecureBroker,
+    ansible_env,
+    ansible_tool,
+    attach_caches,
+    cached_root_tarball,
+    playbook,
+    require_root_and_tools,
+    run,
+    snapshot_sources,
+    umount_all,
+    unpack_root,
+    write_inventory,
+)
 
 # --- lint and syntax -----------------------------------------------------------------------
 
@@ -77,12 +61,12 @@ def _ansible_env(**extra: str) -> dict[str, str]:
 @pytest.mark.slow
 def test_ansible_lint_production_profile() -> None:
     result = subprocess.run(
-        [_tool("ansible-lint"), "--profile", "production", "--offline", "--nocolor"],
+        [ansible_tool("ansible-lint"), "--profile", "production", "--offline", "--nocolor"],
         cwd=DEPLOY,
         capture_output=True,
         text=True,
         timeout=300,
-        env=_ansible_env(),
+        env=ansible_env(),
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
@@ -93,7 +77,7 @@ def test_ansible_lint_production_profile() -> None:
 def test_playbook_syntax_check() -> None:
     result = subprocess.run(
         [
-            _tool("ansible-playbook"),
+            ansible_tool("ansible-playbook"),
             "--syntax-check",
             "-i",
             "inventory/example/hosts.yml",
@@ -103,7 +87,7 @@ def test_playbook_syntax_check() -> None:
         capture_output=True,
         text=True,
         timeout=120,
-        env=_ansible_env(),
+        env=ansible_env(),
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -123,18 +107,7 @@ def test_example_inventory_has_the_fleet_groups_and_device_ids() -> None:
     assert "vault_" in broker["edge_tts_broker_password"]  # never a plain-text password
 
 
-# --- the helpers the role runs ---------------------------------------------------------------
-
-
-def _snapshot_sources(dest: Path) -> Path:
-    """What the wheel is built from, frozen for the test (others may edit the checkout)."""
-    dest.mkdir(parents=True)
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, dest / name)
-    shutil.copytree(
-        REPO / "edge_tts", dest / "edge_tts", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    return dest
+# --- the wheel build helper the role runs -------------------------------------------------
 
 
 def _build_wheel(source: Path, out: Path) -> dict[str, object]:
@@ -158,7 +131,7 @@ def _build_wheel(source: Path, out: Path) -> dict[str, object]:
 
 @pytest.mark.slow
 def test_wheel_version_names_its_sources_and_builds_are_reproducible(tmp_path: Path) -> None:
-    source = _snapshot_sources(tmp_path / "src")
+    source = snapshot_sources(tmp_path / "src")
     first = _build_wheel(source, tmp_path / "a")
     assert first["changed"] is True
     assert re.fullmatch(r"\d+\.\d+\.\d+\+src\.[0-9a-f]{12}", str(first["version"]))
@@ -175,132 +148,7 @@ def test_wheel_version_names_its_sources_and_builds_are_reproducible(tmp_path: P
     assert not (source / "build").exists() and not list(source.glob("*.egg-info"))
 
 
-@pytest.mark.slow
-def test_wait_online_gate_follows_the_retained_availability(
-    tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    broker = Broker(tmp_path)
-    request.addfinalizer(broker.stop)  # also if anything below fails
-    broker.start()
-    recorder = Recorder(broker.port, ["edge-tts/#"])
-    request.addfinalizer(recorder.close)
-    config = tmp_path / "edge-tts.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {"device_id": "gate-pi", "broker": {"host": "127.0.0.1", "port": broker.port}}
-        )
-    )
-    gate = DEPLOY / "roles/edge_tts/files/edge-tts-wait-online.py"
-
-    def run_gate(timeout: float) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, str(gate), "--config", str(config), "--timeout", str(timeout)],
-            capture_output=True,
-            text=True,
-            timeout=timeout + 30,
-        )
-
-    recorder.publish("edge-tts/gate-pi/availability", "offline", retain=True)
-    offline = run_gate(2)  # the gate's own timeout: the behaviour under test
-    assert offline.returncode == 1 and "last value: offline" in offline.stderr
-    recorder.publish("edge-tts/gate-pi/availability", "online", retain=True)
-    online = run_gate(60)
-    assert online.returncode == 0, online.stderr
-
-
 # --- the converge ---------------------------------------------------------------------------
-
-
-def _run(
-    cmd: list[str], timeout: float, cwd: Path | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        cmd, capture_output=True, text=True, timeout=timeout, check=False, cwd=cwd, env=env
-    )
-
-
-def _require_root_and_tools() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("the converge test needs root (debootstrap, chroot, mounts)")
-    missing = [
-        tool for tool in ("mosquitto", "mosquitto_passwd", "openssl") if not shutil.which(tool)
-    ]
-    if missing:
-        pytest.fail(f"missing {missing} (scripts/setup --test installs them)")
-    if shutil.which("debootstrap") is None:
-        result = _run(["apt-get", "install", "-y", "-qq", "debootstrap"], 600)
-        assert result.returncode == 0, f"cannot install debootstrap: {result.stderr}"
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
-def cached_root_tarball() -> Path:
-    """A pristine `debootstrap --variant=minbase` root, made once per machine (about 30 s)."""
-    arch = _run(["dpkg", "--print-architecture"], 30).stdout.strip()
-    tarball = CACHE / f"{SUITE}-minbase-{arch}.tar.zst"
-    with _locked(CACHE / ".debootstrap.lock"):
-        if tarball.is_file():
-            return tarball
-        build = Path(tempfile.mkdtemp(prefix="ettsboot-"))
-        build.chmod(0o755)  # it becomes "/" of every target: mkdtemp's 0700 would lock users out
-        try:
-            made = _run(["debootstrap", "--variant=minbase", SUITE, str(build), MIRROR], 1200)
-            assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
-            part = tarball.with_suffix(".part")
-            packed = _run(
-                [
-                    "tar",
-                    "--zstd",
-                    "-C",
-                    str(build),
-                    "--exclude=./var/cache/apt/archives/*.deb",
-                    "-cf",
-                    str(part),
-                    ".",
-                ],
-                600,
-            )
-            assert packed.returncode == 0, packed.stderr
-            part.rename(tarball)
-        finally:
-            shutil.rmtree(build, ignore_errors=True)
-    return tarball
-
-
-class SecureBroker(Broker):
-    """Mosquitto with two loopback listeners: TLS + password for the device (as in the
-    field), plain and anonymous for the test's recorder. A chroot shares the host's network,
-    so the daemon inside reaches it on 127.0.0.1."""
-
-    def __init__(self, root: Path):
-        super().__init__(root)
-        self.plain_port = free_port()
-        self.tls_port = free_port()
-
-    def start(self) -> None:
-        tls = self.root / "tls"
-        tls.mkdir()
-        ca, cert, key = make_tls_material(tls)
-        passwd = self.root / "passwd"
-        made = _run(["mosquitto_passwd", "-c", "-b", str(passwd), DEVICE, PASSWORD], 30)
-        assert made.returncode == 0, made.stderr
-        conf = self.root / "mosquitto.conf"
-        conf.write_text(
-            "user root\nper_listener_settings true\n"
-            f"listener {self.plain_port} 127.0.0.1\nallow_anonymous true\n"
-            f"listener {self.tls_port} 127.0.0.1\nallow_anonymous false\n"
-            f"password_file {passwd}\n"
-            f"cafile {ca}\ncertfile {cert}\nkeyfile {key}\n"
-        )
-        self._proc = start_mosquitto(self.root, conf, [self.plain_port, self.tls_port])
-
-    # log() and stop() are Broker's.
 
 
 @dataclass
@@ -312,84 +160,9 @@ class Converged:
     runs: list[tuple[float, str]] = field(default_factory=list)  # (seconds, output) per run
 
 
-def _mount(*args: str) -> None:
-    result = _run(["mount", *args], 60)
-    assert result.returncode == 0, result.stderr
-
-
-def _umount_all(root: Path) -> None:
-    """Everything mounted under root, deepest first; lazily if something still holds it."""
-    mounts = [
-        line.split()[1]
-        for line in Path("/proc/mounts").read_text().splitlines()
-        if line.split()[1] == str(root) or line.split()[1].startswith(f"{root}/")
-    ]
-    for target in sorted(mounts, key=len, reverse=True):
-        if _run(["umount", target], 60).returncode != 0:
-            _run(["umount", "-l", target], 60)
-
-
-def _inventory(work: Path, root: Path, broker: SecureBroker, source: Path) -> Path:
-    inventory = {
-        "all": {
-            "children": {
-                "edge_tts": {
-                    "hosts": {
-                        str(root): {
-                            "ansible_connection": "community.general.chroot",
-                            "ansible_become": False,
-                            "edge_tts_device_id": DEVICE,
-                        }
-                    }
-                }
-            },
-            "vars": {
-                "edge_tts_broker_host": "127.0.0.1",
-                "edge_tts_broker_port": broker.tls_port,
-                "edge_tts_broker_username": DEVICE,
-                "edge_tts_broker_password": PASSWORD,
-                "edge_tts_broker_keepalive": 10,
-                "edge_tts_tls_enabled": True,
-                "edge_tts_tls_ca_src": str(broker.root / "tls" / "ca.pem"),
-                "edge_tts_audio": {"sink": "wav-dir", "wav_dir": "/var/lib/edge-tts/wav"},
-                "edge_tts_telemetry": {"interval": 5},
-                "edge_tts_source_dir": str(source),
-                "edge_tts_controller_python": sys.executable,
-                "edge_tts_artifact_dir": str(CACHE / "artifacts"),
-                # pip on the target: the shared cache, and the host's CA bundle (a CI behind a
-                # TLS-inspecting proxy; elsewhere it is just Debian's bundle).
-                "edge_tts_pip_environment": {
-                    "PIP_CACHE_DIR": "/var/cache/edge-tts-ci-pip",
-                    "PIP_CERT": "/var/cache/edge-tts-ci-ca/ca-certificates.crt",
-                },
-            },
-        }
-    }
-    path = work / "inventory.yml"
-    path.write_text(yaml.safe_dump(inventory))
-    return path
-
-
-def _playbook(inventory: Path, log: Path, *extra: str, ok: bool = True) -> tuple[float, str]:
-    start = time.monotonic()
-    result = _run(
-        [_tool("ansible-playbook"), "-i", str(inventory), *extra, "site.yml"],
-        PLAYBOOK_TIMEOUT_S,
-        cwd=DEPLOY,
-        # the slowest tasks, in the log
-        env=_ansible_env(ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_tasks"),
-    )
-    elapsed = time.monotonic() - start
-    output = result.stdout + result.stderr
-    with log.open("a") as f:
-        f.write(output)
-    assert (result.returncode == 0) == ok, output[-6000:]
-    return elapsed, output
-
-
 @pytest.fixture(scope="module")
 def converged() -> Iterator[Converged]:
-    _require_root_and_tools()
+    require_root_and_tools()
     tarball = cached_root_tarball()
     work = Path(tempfile.mkdtemp(prefix="ettsroot-"))  # short: the notify socket lives inside
     root = work / "root"
@@ -397,33 +170,20 @@ def converged() -> Iterator[Converged]:
     broker = SecureBroker(work)
     state = Converged(work, root, broker, work / "inventory.yml")
     try:
-        unpacked = _run(["tar", "--zstd", "-xpf", str(tarball), "-C", str(root)], 600)
-        assert unpacked.returncode == 0, unpacked.stderr
-        root.chmod(0o755)
-        for cache, inside in (
-            (CACHE / "apt-archives", root / "var/cache/apt/archives"),
-            (CACHE / "pip", root / "var/cache/edge-tts-ci-pip"),
-        ):
-            (cache / "partial").mkdir(parents=True, exist_ok=True)
-            inside.mkdir(parents=True, exist_ok=True)
-        # /proc only: nothing needs /sys (and with it, onnxruntime crashed under qemu-arm64)
-        _mount("-t", "proc", "proc", str(root / "proc"))
-        _mount("--bind", str(CACHE / "apt-archives"), str(root / "var/cache/apt/archives"))
-        _mount("--bind", str(CACHE / "pip"), str(root / "var/cache/edge-tts-ci-pip"))
-        (root / "var/cache/edge-tts-ci-ca").mkdir(parents=True)
-        shutil.copy2("/etc/ssl/certs/ca-certificates.crt", root / "var/cache/edge-tts-ci-ca")
+        unpack_root(tarball, root)
+        attach_caches(root)
         broker.start()
-        source = _snapshot_sources(work / "src")
-        _inventory(work, root, broker, source)
-        state.runs.append(_playbook(state.inventory, work / "ansible.log"))
-        state.runs.append(_playbook(state.inventory, work / "ansible.log"))
+        source = snapshot_sources(work / "src")
+        write_inventory(work, root, broker, source)
+        state.runs.append(playbook(state.inventory, work / "ansible.log"))
+        state.runs.append(playbook(state.inventory, work / "ansible.log"))
         print(
             f"\nconverge: first run {state.runs[0][0]:.0f} s, second run {state.runs[1][0]:.0f} s"
         )
         yield state
     finally:
         broker.stop()
-        _umount_all(root)
+        umount_all(root)
         if os.environ.get("EDGE_TTS_CI_KEEP"):  # for a post-mortem: logs and the target root
             print(f"kept {work}")
         else:
@@ -439,7 +199,7 @@ def _recap(output: str) -> dict[str, int]:
 
 
 def _chroot(root: Path, *cmd: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return _run(["chroot", str(root), *cmd], timeout, env=_ansible_env())
+    return run(["chroot", str(root), *cmd], timeout, env=ansible_env())
 
 
 @pytest.mark.slow
@@ -451,7 +211,7 @@ def test_first_run_converges_and_the_second_changes_nothing(converged: Converged
 
 @pytest.mark.slow
 def test_a_dry_run_of_a_converged_device_reports_no_change(converged: Converged) -> None:
-    _, output = _playbook(converged.inventory, converged.work / "ansible.log", "--check", "--diff")
+    _, output = playbook(converged.inventory, converged.work / "ansible.log", "--check", "--diff")
     assert _recap(output)["changed"] == 0, output[-4000:]
 
 
@@ -568,9 +328,10 @@ def test_installed_daemon_answers_say_with_audio(
         _check_wav(root / "var/lib/edge-tts/wav/c1.wav", finished["audio_ms"])
         _check_resources(proc.pid, root)
 
+        # The rollout gate, as the role runs it: the installed venv's edge-ttsd, as root.
         gate = [
-            "/opt/edge-tts/venv/bin/python",
-            "/opt/edge-tts/bin/edge-tts-wait-online.py",
+            "/opt/edge-tts/venv/bin/edge-ttsd",
+            "wait-online",
             "--password-file",
             "/etc/edge-tts/credentials/mqtt-password",
         ]
@@ -654,11 +415,11 @@ def test_a_new_build_rolls_out_and_the_previous_wheel_rolls_back(
         f.write("# a new release\n")
     new = _build_wheel(source, tmp_path / "wheels")
 
-    _, output = _playbook(converged.inventory, log, "-e", f"edge_tts_wheel={new['wheel']}")
+    _, output = playbook(converged.inventory, log, "-e", f"edge_tts_wheel={new['wheel']}")
     assert _recap(output)["changed"] > 0
     assert _installed_version(converged.root) == new["version"] != before
 
-    _, output = _playbook(converged.inventory, log, "-e", f"edge_tts_wheel={previous}")
+    _, output = playbook(converged.inventory, log, "-e", f"edge_tts_wheel={previous}")
     assert _recap(output)["changed"] > 0
     assert _installed_version(converged.root) == before
     wheels = sorted(p.name for p in (converged.root / "opt/edge-tts/wheels").iterdir())
@@ -678,7 +439,7 @@ def test_a_voice_that_differs_from_its_pin_stops_the_rollout_on_the_controller(
     }
     model = converged.root / "var/lib/edge-tts/voices/en_US-joe-medium.int8.onnx"
     before = model.stat().st_mtime_ns
-    _, output = _playbook(
+    _, output = playbook(
         converged.inventory,
         converged.work / "ansible.log",
         "-e",

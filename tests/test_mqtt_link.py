@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import logging
+import ssl
 import time
+from pathlib import Path
 
 import pytest
+from paho.mqtt.enums import MQTTErrorCode, MQTTProtocolVersion
 
-from edge_tts.config import BrokerSettings
+from edge_tts.config import BrokerSettings, TlsSettings
 from edge_tts.messages import Envelope
-from edge_tts.mqtt_link import Inbound, MqttLink
+from edge_tts.mqtt_link import Inbound, MqttLink, new_client
 
 
-def link(received: list[Inbound] | None = None) -> MqttLink:
+def link(received: list[Inbound] | None = None, broker: BrokerSettings | None = None) -> MqttLink:
     sink = received if received is not None else []
-    return MqttLink(BrokerSettings(), "edge-tts-unit", ["a/say"], "a/availability", sink.append)
+    broker = broker or BrokerSettings()
+    return MqttLink(broker, "edge-tts-unit", ["a/say"], "a/availability", sink.append)
 
 
 def test_a_failing_callback_never_reaches_paho(caplog: pytest.LogCaptureFixture) -> None:
@@ -49,5 +53,42 @@ def test_a_message_of_the_current_connection_is_acknowledged_before_suback() -> 
     mqtt_link._generation = 3  # connected (CONNACK), subscriptions not yet granted
     current = Inbound(Envelope("a/say", b"hi", time.monotonic()), mid=7, qos=1, generation=3)
     acked: list[tuple[int, int]] = []
-    mqtt_link._client.ack = lambda mid, qos: acked.append((mid, qos)) or 0  # type: ignore[method-assign]
+
+    def ack(mid: int, qos: int) -> MQTTErrorCode:
+        acked.append((mid, qos))
+        return MQTTErrorCode.MQTT_ERR_SUCCESS
+
+    mqtt_link._client.ack = ack  # type: ignore[method-assign]
     assert mqtt_link.ack(current) is True and acked == [(7, 1)]
+
+
+# --- new_client: the login the daemon's link and the rollout gate share --------------------
+
+
+def test_new_client_logs_in_with_the_brokers_user_and_password_file(tmp_path: Path) -> None:
+    secret = tmp_path / "mqtt-password"
+    secret.write_text("s3cret\n")
+    broker = BrokerSettings(username="dev-1", password_file=secret)
+    client = new_client(broker, "gate", MQTTProtocolVersion.MQTTv311)
+    assert (client.username, client.password) == ("dev-1", "s3cret")
+    assert client.protocol == MQTTProtocolVersion.MQTTv311
+    assert client._clean_session is True  # a passer-by: no session kept for it
+
+
+def test_new_client_verifies_the_broker_unless_told_not_to() -> None:
+    verified = new_client(BrokerSettings(tls=TlsSettings()), "a", MQTTProtocolVersion.MQTTv5)
+    context = verified._ssl_context
+    assert context is not None and context.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname
+    insecure = TlsSettings(insecure=True)
+    unverified = new_client(BrokerSettings(tls=insecure), "b", MQTTProtocolVersion.MQTTv5)
+    context = unverified._ssl_context
+    assert context is not None and context.verify_mode == ssl.CERT_NONE
+    assert not context.check_hostname
+    assert new_client(BrokerSettings(), "c", MQTTProtocolVersion.MQTTv5)._ssl_context is None
+
+
+def test_the_link_keeps_its_session_and_acknowledges_by_hand() -> None:
+    client = link(broker=BrokerSettings(protocol="3.1.1", username="dev-1"))._client
+    assert client.protocol == MQTTProtocolVersion.MQTTv311 and client.username == "dev-1"
+    assert client._clean_session is False and client._manual_ack is True

@@ -2,10 +2,11 @@
 
 tests/test_systemd_unit.py checks the unit with `systemd-analyze` and rebuilds its sandbox
 without systemd; tests/test_deploy.py converges a debootstrapped Debian root. This module
-converges such a root the same way (the real playbook, through Ansible's chroot connection),
-then boots it with `systemd-nspawn --boot`: systemd 252 from Debian runs as PID 1 of the
-container, starts the enabled unit at boot as it would on a board, and the test drives it
-with systemctl and journalctl inside the container (nsenter). It shows:
+converges such a root the same way (tests/support/rootfs.py: the real playbook, through
+Ansible's chroot connection), then boots it with `systemd-nspawn --boot`: systemd 252 from
+Debian runs as PID 1 of the container, starts the enabled unit at boot as it would on a
+board, and the test drives it with systemctl and journalctl inside the container (nsenter).
+It shows:
 
 (a) READY=1 reaches systemd, and the unit becomes active only after it: the daemon sends
     READY=1 only once it is connected to the broker, so it boots with the broker down and
@@ -24,7 +25,7 @@ host without systemd as PID 1 (CI, a sandbox) the container runs in the caller's
 (--keep-unit); cgroup controllers may be read-only inside (a cgroup v1/hybrid host), so
 MemoryMax=, TasksMax= and DeviceAllow= are not what is checked here.
 
-Needs what tests/test_deploy.py needs (root, debootstrap, network or its warm cache,
+Needs what tests/support/rootfs.py needs (root, debootstrap, network or its warm cache,
 mosquitto, openssl) and systemd-nspawn (Debian package systemd-container, installed on
 demand). Skipped only when this machine refuses to start a container at all.
 """
@@ -47,20 +48,21 @@ import pytest
 import yaml
 
 from .support.broker import Recorder, start_mosquitto
-from .support.waiting import wait_until
-from .test_deploy import CACHE as DEPLOY_CACHE
-from .test_deploy import (
+from .support.rootfs import (
     DEVICE,
     SecureBroker,
-    _inventory,
-    _mount,
-    _playbook,
-    _require_root_and_tools,
-    _run,
-    _snapshot_sources,
-    _umount_all,
+    attach_caches,
     cached_root_tarball,
+    playbook,
+    require_root_and_tools,
+    run,
+    snapshot_sources,
+    umount_all,
+    umount_below,
+    unpack_root,
+    write_inventory,
 )
+from .support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -98,7 +100,7 @@ def _nspawn_mode_args() -> list[str]:
 
 def _require_nspawn() -> None:
     if shutil.which("systemd-nspawn") is None:
-        result = _run(["apt-get", "install", "-y", "-qq", "systemd-container"], 600)
+        result = run(["apt-get", "install", "-y", "-qq", "systemd-container"], 600)
         assert result.returncode == 0, f"cannot install systemd-container: {result.stderr}"
 
 
@@ -230,7 +232,7 @@ class Machine:
 def _probe_nspawn(root: Path) -> None:
     """Can this machine start a container at all? Tried on the pristine root, before the
     (slow) converge; a refusal here is the sandbox's, not the project's."""
-    result = _run(
+    result = run(
         [
             "systemd-nspawn",
             "--quiet",
@@ -250,21 +252,9 @@ def _probe_nspawn(root: Path) -> None:
         )
 
 
-def _umount_below(root: Path) -> None:
-    """What the converge mounted inside the root (/proc, the caches), not the root itself."""
-    mounts = [
-        line.split()[1]
-        for line in Path("/proc/mounts").read_text().splitlines()
-        if line.split()[1].startswith(f"{root}/")
-    ]
-    for target in sorted(mounts, key=len, reverse=True):
-        result = _run(["umount", target], 60)
-        assert result.returncode == 0, result.stderr
-
-
 @pytest.fixture(scope="module")
 def machine() -> Iterator[Machine]:
-    _require_root_and_tools()
+    require_root_and_tools()
     _require_nspawn()
     tarball = cached_root_tarball()
     work = Path(tempfile.mkdtemp(prefix="ettspid1-"))
@@ -273,30 +263,17 @@ def machine() -> Iterator[Machine]:
     broker = SecureBroker(work)
     state = Machine(work, root, broker, work / "nspawn.log")
     # The root in memory: dpkg's fsyncs, and removing ~1 GB afterwards, are slow on a disk.
-    in_memory = _run(["mount", "-t", "tmpfs", "-o", "size=6G,mode=0755", "ettspid1", str(root)], 60)
+    in_memory = run(["mount", "-t", "tmpfs", "-o", "size=6G,mode=0755", "ettspid1", str(root)], 60)
     try:
-        unpacked = _run(["tar", "--zstd", "-xpf", str(tarball), "-C", str(root)], 600)
-        assert unpacked.returncode == 0, unpacked.stderr
-        root.chmod(0o755)
+        unpack_root(tarball, root)
         _probe_nspawn(root)
 
         # The converge, as in tests/test_deploy.py (one run: the second is tested there).
-        caches = (
-            (DEPLOY_CACHE / "apt-archives", root / "var/cache/apt/archives"),
-            (DEPLOY_CACHE / "pip", root / "var/cache/edge-tts-ci-pip"),
-        )
-        for cache, inside in caches:
-            (cache / "partial").mkdir(parents=True, exist_ok=True)
-            inside.mkdir(parents=True, exist_ok=True)
-        _mount("-t", "proc", "proc", str(root / "proc"))
-        for cache, inside in caches:
-            _mount("--bind", str(cache), str(inside))
-        (root / "var/cache/edge-tts-ci-ca").mkdir(parents=True)
-        shutil.copy2("/etc/ssl/certs/ca-certificates.crt", root / "var/cache/edge-tts-ci-ca")
+        attach_caches(root)
         broker.start()  # makes the TLS material and the password file the inventory names
-        _inventory(work, root, broker, _snapshot_sources(work / "src"))
-        converge_s, _ = _playbook(work / "inventory.yml", work / "ansible.log")
-        _umount_below(root)
+        write_inventory(work, root, broker, snapshot_sources(work / "src"))
+        converge_s, _ = playbook(work / "inventory.yml", work / "ansible.log")
+        umount_below(root)
         wants = root / f"etc/systemd/system/multi-user.target.wants/{UNIT}"
         assert wants.is_symlink(), "the playbook did not enable the unit"
 
@@ -311,13 +288,13 @@ def machine() -> Iterator[Machine]:
         print(f"\npower off {time.monotonic() - stopping:.0f} s")
         broker.stop()
         if os.environ.get("EDGE_TTS_CI_KEEP"):  # for a post-mortem: logs and the target root
-            _umount_below(root)
+            umount_below(root)
             print(
                 f"kept {work}"
                 + (f" (umount {root} when done)" if in_memory.returncode == 0 else "")
             )
         else:
-            _umount_all(root)
+            umount_all(root)
             shutil.rmtree(work, ignore_errors=True)
 
 
