@@ -1,24 +1,28 @@
-"""What bench/soak.py and bench/fuzz.py share: Mosquitto and one daemon process (with
-`edge-ttsd run --set` overrides) on the wav-dir sink, its RSS, its log, percentiles.
+"""What the daemon benchmarks share: the launcher (tests/support/daemon_proc.py's
+DaemonProcess with `edge-ttsd run --set` pairs), and for bench/soak.py and bench/fuzz.py
+Mosquitto plus one daemon on the wav-dir sink (`daemon_run`: start, record, stop), its
+RSS, its log, percentiles.
 
 The helpers of tests/support/ are used as they are (broker.py, daemon_proc.py); the
-daemon's `--set` pairs are appended to the command line of tests/support/daemon_proc.py's
-DaemonProcess by a subclass, nothing in tests/ is changed.
+daemon's `--set` pairs are appended to DaemonProcess's command line by a subclass.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -85,13 +89,20 @@ def fmt(value: Any, spec: str = ".0f") -> str:
 
 class SetDaemon(DaemonProcess):
     """tests/support/daemon_proc.py's DaemonProcess, with `--set KEY=VALUE` pairs passed to
-    `python -m edge_tts run` (what `edge-ttsd run --set` does)."""
+    `edge-ttsd run` (as `python -m edge_tts run`). `entry` replaces `-m edge_tts` with
+    another script that takes the same arguments (bench/e2e/shim.py)."""
 
     def __init__(
-        self, root: Path, config: dict[str, Any], env: dict[str, str], sets: Sequence[str]
+        self,
+        root: Path,
+        config: dict[str, Any],
+        env: dict[str, str],
+        sets: Sequence[str] = (),
+        entry: Sequence[str] = ("-m", "edge_tts"),
     ) -> None:
         super().__init__(root, config, env=env)
         self.sets = list(sets)
+        self.entry = list(entry)
 
     def start(self) -> None:
         env = {
@@ -101,7 +112,7 @@ class SetDaemon(DaemonProcess):
             "WATCHDOG_USEC": "4000000",
             "PYTHONUNBUFFERED": "1",
         }
-        argv = [sys.executable, "-m", "edge_tts", "run", "--config", str(self.config_path)]
+        argv = [sys.executable, *self.entry, "run", "--config", str(self.config_path)]
         for pair in self.sets:
             argv += ["--set", pair]
         with self.log_path.open("ab") as out:
@@ -125,6 +136,9 @@ class Rig:
     create_time: float | None = None
     exit_code: int | None = None
     stop_s: float | None = None
+    same_pid_at_end: bool = False
+    log_report: dict[str, Any] = field(default_factory=dict)  # log_summary(), once stopped
+    load_before: tuple[float, float, float] = field(default_factory=os.getloadavg)
 
     @property
     def wav_dir(self) -> Path:
@@ -267,6 +281,72 @@ class Rig:
             if self.broker is not None:
                 self.broker.stop()
 
+    def summary(self) -> dict[str, Any]:
+        """The daemon's part of a result (after daemon_run)."""
+        return {
+            "pid": self.pid,
+            "same_pid_at_end": self.same_pid_at_end,
+            "exit_code": self.exit_code,
+            "stop_s": self.stop_s,
+            "log": self.log_report,
+        }
+
+    def machine(self) -> dict[str, Any]:
+        return machine_info(self.load_before)
+
+
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=Closable)
+
+
+@contextlib.contextmanager
+def daemon_run(
+    device: str, sets: Sequence[str], keep: bool, connect: Callable[[Rig], C]
+) -> Iterator[tuple[Rig, C]]:
+    """Mosquitto, then the client `connect(rig)` makes (before the daemon, so that it
+    sees all the daemon publishes), then the daemon (READY=1). Leaving: whether the
+    daemon is still the process it was (rig.same_pid_at_end), then, whatever happened,
+    the client closed, the daemon stopped (SIGTERM: rig.exit_code, rig.stop_s),
+    Mosquitto stopped, the daemon log summarized (rig.log_report) and the temp dir removed
+    unless `keep`."""
+    root = Path(tempfile.mkdtemp(prefix=f"tt{device[:2]}-"))  # short: unix socket paths
+    rig = Rig(root, device, sets=sets)
+    client: C | None = None
+    try:
+        rig.start_broker()
+        client = connect(rig)
+        log(f"daemon: starting (wav-dir sink){' --set ' + ' '.join(sets) if sets else ''}")
+        rig.start_daemon()
+        yield rig, client
+        rig.same_pid_at_end = rig.same_process()
+    except BaseException:
+        if rig.daemon is not None:
+            log(f"--- daemon log ---\n{rig.daemon.log()[-3000:]}")
+        raise
+    finally:
+        if client is not None:
+            client.close()
+        rig.stop()
+        rig.log_report = rig.log_summary()  # before the temp dir goes
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def print_log_and_counters(daemon: dict[str, Any], counters: dict[str, Any] | None) -> None:
+    """The daemon's log summary (Rig.summary()["log"]) and its telemetry counters."""
+    summary = daemon["log"]
+    print(
+        f"  log: {summary['errors']} errors, {summary['tracebacks']} tracebacks, "
+        f"{summary['warnings']} warnings"
+    )
+    for e in summary["error_lines"][:8]:
+        print(f"    {e['count']}x {e['line'][:150]}")
+    if counters:
+        print("  counters: " + ", ".join(f"{k} {v}" for k, v in counters.items()))
+
 
 def voice_check(telemetry: dict[str, Any] | None) -> str:
     """Whether the daemon's default voice is our INT8 build (digest vs its manifest)."""
@@ -284,6 +364,9 @@ def voice_check(telemetry: dict[str, Any] | None) -> str:
 
 
 def machine_info(load_before: tuple[float, float, float]) -> dict[str, Any]:
+    import numpy
+    import onnxruntime
+
     model = platform.machine()
     lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
     for line in lscpu.splitlines():
@@ -293,6 +376,8 @@ def machine_info(load_before: tuple[float, float, float]) -> dict[str, Any]:
         "cpu": model,
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
+        "onnxruntime": onnxruntime.__version__,
+        "numpy": numpy.__version__,
         "loadavg_start": [round(x, 2) for x in load_before],
         "loadavg_end": [round(x, 2) for x in os.getloadavg()],
     }

@@ -38,12 +38,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -58,9 +55,10 @@ if str(REPO) not in sys.path:
 from daemon_rig import (  # noqa: E402 - bench/ is the script's own directory
     FINAL,
     Rig,
+    daemon_run,
     fmt,
     log,
-    machine_info,
+    print_log_and_counters,
     slope,
     stats,
     stop_on_signals,
@@ -536,57 +534,28 @@ def print_report(r: dict[str, Any]) -> None:
     d = r["daemon"]
     print(
         f"\ndaemon: PID {d['pid']} same at end: {d['same_pid_at_end']}; exit {d['exit_code']} "
-        f"after SIGTERM ({d['stop_s']} s); log: {d['log']['errors']} errors, "
-        f"{d['log']['tracebacks']} tracebacks, {d['log']['warnings']} warnings"
+        f"after SIGTERM ({d['stop_s']} s)"
     )
-    for e in d["log"]["error_lines"][:5]:
-        print(f"  {e['count']}x {e['line']}")
-    if r["daemon_counters"]:
-        print("  counters: " + ", ".join(f"{k} {v}" for k, v in r["daemon_counters"].items()))
+    print_log_and_counters(d, r["daemon_counters"])
     print("\ntargets")
     for t in r["targets"]:
         print(f"  {t['verdict']:5} {t['target']:70} {t['value']}")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    load_before = os.getloadavg()
-    root = Path(tempfile.mkdtemp(prefix="ttsk-"))  # short: unix socket paths are limited
-    rig = Rig(root, "soak", sets=args.set)
-    rec: Recorder | None = None
-    soak: Soak | None = None
-    result: dict[str, Any] = {"benchmark": "soak", "root": str(root)}
-    try:
-        rig.start_broker()
-        rec = Recorder(rig.port, [rig.topic("events"), rig.topic("telemetry")])
-        log(f"daemon: starting (wav-dir sink){' --set ' + ' '.join(args.set) if args.set else ''}")
-        rig.start_daemon()
+    def connect(rig: Rig) -> Recorder:
+        return Recorder(rig.port, [rig.topic("events"), rig.topic("telemetry")])
+
+    with daemon_run("soak", args.set, args.keep, connect) as (rig, rec):
         soak = Soak(args, rig, rec)
         soak.await_telemetry(after=0.0)
         log(f"soak: {args.requests} requests, window {args.window}")
         soak.run()
-        same = rig.same_process()
-    except BaseException:
-        if rig.daemon is not None:
-            log(f"--- daemon log ---\n{rig.daemon.log()[-3000:]}")
-        raise
-    finally:
-        if rec is not None:
-            rec.close()
-        rig.stop()
-        daemon_log = rig.log_summary()  # before the temp dir goes
-        if not args.keep:
-            shutil.rmtree(root, ignore_errors=True)
-    assert soak is not None
-    result["daemon"] = {
-        "pid": rig.pid,
-        "same_pid_at_end": same,
-        "exit_code": rig.exit_code,
-        "stop_s": rig.stop_s,
-        "log": daemon_log,
-    }
+    result: dict[str, Any] = {"benchmark": "soak", "root": str(rig.root)}
+    result["daemon"] = rig.summary()
     result.update(soak.results())
     result["targets"] = targets(result)
-    result["machine"] = machine_info(load_before)
+    result["machine"] = rig.machine()
     return result
 
 

@@ -7,9 +7,14 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .logs import setup_logging
 from .text import EmptyTextError
+
+if TYPE_CHECKING:
+    from .audio.output import AudioOutput
+    from .config import AudioSettings
 
 # Exit codes systemd can tell apart: "refused to start" must not be restarted in a loop.
 EXIT_ERROR = 1
@@ -79,7 +84,9 @@ def _add_say(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--volume", type=float, default=1.0, help="gain, 0.0-2.0")
     p.add_argument("--device", help="ALSA/PortAudio output device (default: system default)")
-    p.add_argument("--threads", type=int, default=2, help="onnxruntime intra-op threads")
+    p.add_argument(
+        "--threads", type=int, help="onnxruntime intra-op threads (default: the daemon's)"
+    )
     p.set_defaults(func=_cmd_say)
 
 
@@ -168,9 +175,9 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def _cmd_say(args: argparse.Namespace) -> int:
-    from .config import SynthesisSettings
-    from .say import DeviceSink, NoSoundCardError, Sink, WavSink, say
-    from .synthesis import SpeechOptions, Synthesizer
+    from .config import AudioSettings, SynthesisSettings
+    from .say import NoSoundCardError, SayFailed, say
+    from .synthesis import SpeechOptions
     from .voice import files
     from .voice.integrity import ModelIntegrityError
     from .voice.model import Voice, share_runtime
@@ -178,34 +185,43 @@ def _cmd_say(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.text == "-" else args.text
     if not 0.1 <= args.speed <= 10 or not 0.0 <= args.volume <= 2.0:
         return _fail(EXIT_USAGE, "--speed must be within 0.1-10 and --volume within 0-2")
+    synthesis = SynthesisSettings()  # the daemon's defaults, but for --threads
+    threads = synthesis.threads if args.threads is None else args.threads
     try:
-        sink: Sink = WavSink(args.out) if args.out else DeviceSink(_device(args.device))
-        share_runtime(args.threads)
+        share_runtime(threads)
         voice = Voice(
             files.resolve(args.voice),
             pinned_sha256=args.sha256,
-            threads=args.threads,
-            max_phonemes=SynthesisSettings().max_phonemes,
+            threads=threads,
+            max_phonemes=synthesis.max_phonemes,
         )
         options = SpeechOptions(
             speaker=args.speaker,
             length_scale=voice.config.length_scale / args.speed,
             volume=args.volume,
         )
-        report = say(Synthesizer(voice), text, options, sink)
+        output = _say_output(args.out, AudioSettings(device=args.device), voice.sample_rate)
+        report = say(text, voice, options, output, synthesis)
     except NoSoundCardError as err:
-        return _fail(EXIT_NO_DEVICE, str(err))
+        hint = "no sound card? write a WAV file instead with --out FILE.wav"
+        return _fail(EXIT_NO_DEVICE, f"no audio output device ({err}); {hint}")
     except (files.VoiceNotFoundError, ModelIntegrityError) as err:
         return _fail(EXIT_REFUSED, str(err))
     except (EmptyTextError, ValueError) as err:
         return _fail(EXIT_USAGE, str(err))
+    except SayFailed as err:
+        return _fail(EXIT_ERROR, str(err))
     where = f"wrote {args.out}" if args.out else "played"
     print(f"{where}: {report.summary()}", file=sys.stderr)
     return 0
 
 
-def _device(value: str | None) -> str | int | None:
-    return int(value) if value is not None and value.isdigit() else value
+def _say_output(out: Path | None, audio: AudioSettings, rate: int) -> AudioOutput:
+    """The daemon's ALSA output (its defaults but the device), or one WAV file."""
+    from .audio.output import open_output
+    from .audio.wavfile import WavFileOutput
+
+    return WavFileOutput(out, audio, rate) if out else open_output(audio, rate)
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:

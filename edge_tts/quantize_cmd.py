@@ -28,7 +28,12 @@ def sentence_ids(voice: files.VoiceFiles, resource: str) -> list[list[int]]:
     text = package_files("edge_tts.voice").joinpath("data", resource).read_text("utf-8")
     ids: list[list[int]] = []
     for line in filter(None, map(str.strip, text.splitlines())):
-        for chunk in prepare(line, language=config.espeak_voice, max_chunk_chars=10_000):
+        # first_chunk_chars as when the INT8 builds were calibrated: other cuts would
+        # change the calibration data, so the model and its recipe fingerprint.
+        chunks = prepare(
+            line, language=config.espeak_voice, max_chunk_chars=10_000, first_chunk_chars=60
+        )
+        for chunk in chunks:
             ids.extend(text_to_ids(chunk, config))
     return ids
 

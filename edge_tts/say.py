@@ -1,99 +1,36 @@
-"""The `say` command's engine: synthesize in one thread, play or write in another.
+"""`edge-ttsd say`: one request through the daemon's pipeline and audio outputs.
 
-A bounded queue between them means sentence N+1 is synthesized while sentence N plays,
-and memory stays flat however long the text is.
+The same `Pipeline` and outputs as the daemon, so there is one playback behaviour to
+test: the first chunk plays while the rest is synthesized, with the same scheduling,
+fades and volume. A one-shot reporter stands in for MQTT and hands the request's fate
+back to the command.
 """
 
 from __future__ import annotations
 
-import logging
-import queue
 import threading
-import time
-import wave
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Protocol
 
-import numpy as np
+from .audio.output import AudioOutput
+from .config import QueueSettings, SynthesisSettings
+from .jobs import Job
+from .lifecycle import Part, Parts, nothing
+from .messages import SayRequest
+from .pipeline import Pipeline
+from .synthesis import SpeechOptions
+from .telemetry import Telemetry
+from .voice.model import Voice
 
-from .synthesis import AudioChunk, SpeechOptions, Synthesizer
-
-_LOGGER = logging.getLogger(__name__)
-
-_DONE = object()
+STOP_TIMEOUT_S = 5.0
+_REQUEST_ID = "say"
 
 
 class NoSoundCardError(RuntimeError):
-    """No ALSA output device to play on."""
+    """The output could not be opened (no sound card, an unknown device); says why."""
 
 
-class Sink(Protocol):
-    def open(self, sample_rate: int) -> None: ...
-    def write(self, pcm: np.ndarray) -> None: ...
-    def close(self) -> None: ...
-
-
-class WavSink:
-    def __init__(self, path: Path):
-        self.path = path
-        self._wav: wave.Wave_write | None = None
-
-    def open(self, sample_rate: int) -> None:
-        self._wav = wave.open(str(self.path), "wb")  # noqa: SIM115 - closed in close()
-        self._wav.setnchannels(1)
-        self._wav.setsampwidth(2)
-        self._wav.setframerate(sample_rate)
-
-    def write(self, pcm: np.ndarray) -> None:
-        assert self._wav is not None, "open() first"
-        self._wav.writeframes(pcm.astype("<i2").tobytes())
-
-    def close(self) -> None:
-        if self._wav is not None:
-            self._wav.close()
-            self._wav = None
-
-
-class DeviceSink:
-    """Blocking writes to a PortAudio (ALSA) stream; close() waits for the tail to play."""
-
-    def __init__(self, device: str | int | None = None):
-        self.device = device
-        self._stream: object | None = None
-        check_output_device(device)
-
-    def open(self, sample_rate: int) -> None:
-        import sounddevice as sd
-
-        stream = sd.RawOutputStream(
-            samplerate=sample_rate, channels=1, dtype="int16", device=self.device
-        )
-        stream.start()
-        self._stream = stream
-
-    def write(self, pcm: np.ndarray) -> None:
-        assert self._stream is not None, "open() first"
-        self._stream.write(pcm.tobytes())  # type: ignore[attr-defined]
-
-    def close(self) -> None:
-        if self._stream is not None:
-            self._stream.stop()  # type: ignore[attr-defined]
-            self._stream.close()  # type: ignore[attr-defined]
-            self._stream = None
-
-
-def check_output_device(device: str | int | None) -> None:
-    hint = "no sound card? write a WAV file instead with --out FILE.wav"
-    try:
-        import sounddevice as sd
-    except OSError as err:  # libportaudio2 missing
-        raise NoSoundCardError(f"PortAudio is not available ({err}); {hint}") from err
-    try:
-        sd.query_devices(device, kind="output")
-    except (sd.PortAudioError, ValueError) as err:
-        name = "default" if device is None else repr(device)
-        raise NoSoundCardError(f"no audio output device ({name}: {err}); {hint}") from err
+class SayFailed(RuntimeError):
+    """The text was not played to its end; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -111,61 +48,101 @@ class SayReport:
         )
 
 
-def say(synth: Synthesizer, text: str, options: SpeechOptions, sink: Sink) -> SayReport:
-    started = time.monotonic()
-    chunks: queue.Queue[object] = queue.Queue(maxsize=2)
-    cancel = threading.Event()
-    producer = threading.Thread(
-        target=_produce,
-        args=(synth, text, options, chunks, cancel),
-        name="synthesis",
-        daemon=True,
-    )
-    producer.start()
-    count, audio_s, synth_s, first = 0, 0.0, 0.0, 0.0
-    try:
-        while (item := chunks.get()) is not _DONE:
-            if isinstance(item, BaseException):
-                raise item
-            assert isinstance(item, AudioChunk)
-            if count == 0:
-                # Opened on the first chunk: a refused model leaves no empty WAV behind.
-                first = time.monotonic() - started
-                sink.open(item.sample_rate)
-            sink.write(item.pcm)
-            count, audio_s, synth_s = (
-                count + 1,
-                audio_s + item.seconds,
-                synth_s + item.synth_seconds,
-            )
-    finally:
-        cancel.set()  # a failed sink must not leave the producer synthesizing the rest
-        sink.close()
-        producer.join(timeout=5)
-    return SayReport(count, audio_s, synth_s, first)
+class OneShotReporter:
+    """The pipeline's `Reporter` (jobs.py) for one local request: no events, nothing to
+    acknowledge; the request's final event wakes `wait()`."""
+
+    def __init__(self) -> None:
+        self.outcome: str | None = None  # the final event's kind
+        self.reason: str | None = None
+        self._done = threading.Event()
+
+    def wait(self) -> None:
+        self._done.wait()
+
+    def _conclude(self, job: Job, outcome: str, reason: str | None = None) -> None:
+        job.concluded = True
+        self.outcome, self.reason = outcome, reason
+        self._done.set()
+
+    def queued(self, job: Job, position: int) -> None: ...
+    def started(self, job: Job) -> None: ...
+    def deferred(self, job: Job) -> None: ...  # not final: only when we stop the pipeline
+
+    def finished(self, job: Job) -> None:
+        self._conclude(job, "finished")
+
+    def rejected(self, job: Job, reason: str) -> None:
+        self._conclude(job, "rejected", reason)
+
+    def expired(self, job: Job) -> None:
+        self._conclude(job, "expired", "expired before it could be played")
+
+    def interrupted(self, job: Job, by: str) -> None:
+        self._conclude(job, "interrupted", f"interrupted by {by}")
+
+    def duplicate(self, job: Job, reason: str) -> None:
+        self._conclude(job, "duplicate", reason)
 
 
-def _produce(
-    synth: Synthesizer,
+def say(
     text: str,
+    voice: Voice,
     options: SpeechOptions,
-    out: queue.Queue[object],
-    cancel: threading.Event,
-) -> None:
+    output: AudioOutput,
+    synthesis: SynthesisSettings,
+) -> SayReport:
+    """Speak `text` once and say what it took. Raises NoSoundCardError when the output
+    cannot open, the voice's load errors (a tampered model), ValueError for text that
+    cannot be spoken (nothing speakable, an unknown speaker), SayFailed otherwise."""
+    # Received now: "first audio" counts the model load, as a user waits for it too.
+    job = Job(SayRequest(id=_REQUEST_ID, text=text, key=_REQUEST_ID), [], voice, options)
+    reporter = OneShotReporter()
+    pipeline = Pipeline(
+        synthesis,
+        QueueSettings(),
+        output=output,
+        output_rate=voice.sample_rate,
+        reporter=reporter,
+        telemetry=Telemetry(),
+        played=set[str](),  # nothing to deduplicate: one request
+    )
+    parts = Parts(
+        [
+            # The device first: no sound card is reported before a model load.
+            Part("audio", lambda: _start(output), output.close),
+            Part("voice", voice.load, nothing),
+            Part("pipeline", pipeline.start, lambda: pipeline.stop(STOP_TIMEOUT_S)),
+        ]
+    )
     try:
-        for chunk in synth.chunks(text, options):
-            if not _put(out, chunk, cancel):
-                return
-        _put(out, _DONE, cancel)
-    except Exception as err:  # handed to the consumer, which raises it on the main thread
-        _put(out, err, cancel)
+        parts.start()
+        pipeline.submit(job)
+        reporter.wait()
+    finally:
+        parts.stop()
+    return _report(job, reporter)
 
 
-def _put(out: queue.Queue[object], item: object, cancel: threading.Event) -> bool:
-    while not cancel.is_set():
-        try:
-            out.put(item, timeout=0.1)
-            return True
-        except queue.Full:
-            continue
-    return False
+def _start(output: AudioOutput) -> None:
+    output.start()
+    if output.status != "ok":
+        # `say` plays once, now: unlike the daemon it does not wait for the card to appear.
+        reason = output.status.removeprefix("degraded: ")
+        output.close()
+        raise NoSoundCardError(reason)
+
+
+def _report(job: Job, reporter: OneShotReporter) -> SayReport:
+    if reporter.outcome != "finished":
+        if job.plan_error is not None:
+            raise ValueError(job.plan_error)
+        raise SayFailed(reporter.reason or "not played")
+    utterance = job.utterance
+    first_at = utterance.first_sample_at if utterance else None
+    return SayReport(
+        chunks=len(job.chunks or []),
+        audio_seconds=job.audio_seconds,
+        synth_seconds=job.synth_seconds,
+        first_audio_seconds=(first_at or job.request.received_at) - job.request.received_at,
+    )

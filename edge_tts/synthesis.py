@@ -12,9 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .audio.dsp import resample, to_pcm16, trim_leading_silence
 from .audio.pause_gate import PauseGate
+from .config import SynthesisSettings
 from .text import EmptyTextError, prepare
-from .voice.model import FIRST_WINDOW_FRAMES, SynthesisParams, Voice, to_pcm16
+from .voice.model import SynthesisParams, Voice
+from .voice.windowed import FIRST_WINDOW_FRAMES
 
 
 @dataclass(frozen=True)
@@ -51,18 +54,20 @@ class AudioChunk:
 
 
 class Synthesizer:
-    def __init__(self, voice: Voice, max_chunk_chars: int = 200, first_chunk_chars: int = 40):
+    """Text → audio chunks in one thread, for tests and benchmarks of the engine itself
+    (the daemon and `say` go through the pipeline)."""
+
+    def __init__(self, voice: Voice, settings: SynthesisSettings | None = None):
         self.voice = voice
-        self.max_chunk_chars = max_chunk_chars
-        self.first_chunk_chars = first_chunk_chars
+        self.settings = settings or SynthesisSettings()  # the config's defaults
 
     def plan(self, text: str) -> list[str]:
         """Normalized text chunks; raises EmptyTextError when nothing is speakable."""
         return prepare(
             text,
             language=self.voice.config.espeak_voice,
-            max_chunk_chars=self.max_chunk_chars,
-            first_chunk_chars=self.first_chunk_chars,
+            max_chunk_chars=self.settings.max_chunk_chars,
+            first_chunk_chars=self.settings.first_chunk_chars,
         )
 
     def chunks(self, text: str, options: SpeechOptions | None = None) -> Iterator[AudioChunk]:
@@ -102,33 +107,3 @@ def render(
             yield to_pcm16(
                 resample(audio, voice.sample_rate, rate or voice.sample_rate), options.volume
             )
-
-
-def resample(audio: np.ndarray, rate: int, target: int) -> np.ndarray:
-    """Linear resampling: enough for speech when a voice's rate differs from the output's."""
-    if rate == target or audio.size == 0:
-        return audio
-    n = round(audio.size * target / rate)
-    positions = np.linspace(0, audio.size - 1, n)
-    resampled: np.ndarray = np.interp(positions, np.arange(audio.size), audio)
-    return resampled.astype(np.float32)
-
-
-# VITS output starts with ~50 ms of near-silence: time the listener waits for nothing.
-SILENCE_LEVEL = 0.005  # float amplitude, about -46 dBFS
-KEEP_BEFORE_ONSET_S = 0.01
-# The first piece must outlast the decoding of the next one, or the player's ring runs
-# dry: a sentence that starts with a stop ("Turn left ...") has its onset late in the
-# first window, and trimmed to the onset it was 41 ms long (an underrun in the daemon
-# benchmark). The next window takes ~40 ms here; the engine sizes it for half the audio
-# it made, so 100 ms kept is enough wherever the first window was.
-MIN_FIRST_PIECE_S = 0.1
-
-
-def trim_leading_silence(audio: np.ndarray, sample_rate: int) -> np.ndarray:
-    loud = np.flatnonzero(np.abs(audio) > SILENCE_LEVEL)
-    if loud.size == 0:
-        return audio
-    start = max(0, int(loud[0]) - int(KEEP_BEFORE_ONSET_S * sample_rate))
-    start = min(start, max(0, audio.size - int(MIN_FIRST_PIECE_S * sample_rate)))
-    return audio[start:]

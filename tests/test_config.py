@@ -31,7 +31,7 @@ DIGEST = "58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06"
 @pytest.fixture(autouse=True)
 def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     # The machine running the tests must not leak into them.
-    monkeypatch.setattr("edge_tts.config.socket.gethostname", lambda: "test-pi")
+    monkeypatch.setattr("edge_tts.config.loader.socket.gethostname", lambda: "test-pi")
     for var in ("CREDENTIALS_DIRECTORY", "STATE_DIRECTORY", "XDG_STATE_HOME"):
         monkeypatch.delenv(var, raising=False)
 

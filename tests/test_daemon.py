@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -176,7 +177,7 @@ def test_plain_text_is_spoken_with_events_in_order(rig: Rig) -> None:
 
 def test_json_request_with_response_topic_and_correlation(rig: Rig) -> None:
     rig.start()
-    props = Properties(PacketTypes.PUBLISH)
+    props = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
     props.ResponseTopic = "replies/me"
     props.CorrelationData = b"abc-123"
     rig.say(
@@ -403,9 +404,14 @@ def test_tampered_model_refuses_to_start_with_exit_78(
 
 
 def test_mqtt_311_session_works_too(rig: Rig) -> None:
-    rig.start(broker={"protocol": "3.1.1"})
+    daemon = rig.start(broker={"protocol": "3.1.1"})
     rig.say({"text": "Old broker, same service.", "id": "v311"})
     rig.rec.wait_event(EVENTS, "finished", "v311")
+    # What was negotiated, seen from both ends: Mosquitto logs the protocol level of each
+    # client ("p2": 3.1.1, "p5": 5), the daemon the version it connected with.
+    connects = re.findall(r"as edge-tts-testpi \((p\d)", rig.broker.log())
+    assert connects and set(connects) == {"p2"}, rig.broker.log()
+    assert "(MQTT 3.1.1, session present" in daemon.log()
 
 
 def test_default_config_file_runs_the_daemon(

@@ -36,7 +36,7 @@ def test_stderr_lines_carry_level_thread_and_logger(capsys: pytest.CaptureFixtur
     logs.setup_logging("info")
 
     def speak() -> None:
-        logging.getLogger("edge_tts.audio.player").info("underrun recovered")
+        logging.getLogger("edge_tts.audio.alsa").info("underrun recovered")
 
     worker = threading.Thread(target=speak, name="player")
     worker.start()
@@ -44,7 +44,7 @@ def test_stderr_lines_carry_level_thread_and_logger(capsys: pytest.CaptureFixtur
     logging.getLogger("edge_tts.x").debug("hidden at info level")
 
     err = capsys.readouterr().err
-    assert " INFO [player] edge_tts.audio.player: underrun recovered" in err
+    assert " INFO [player] edge_tts.audio.alsa: underrun recovered" in err
     assert "hidden" not in err
 
 

@@ -20,7 +20,8 @@ def dbfs(audio: np.ndarray) -> float:
 def tone(seconds: float, level_dbfs: float) -> np.ndarray:
     t = np.arange(int(seconds * RATE)) / RATE
     amplitude = np.sqrt(2) * 10 ** (level_dbfs / 20)
-    return (amplitude * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+    audio: np.ndarray = (amplitude * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+    return audio
 
 
 def hiss(seconds: float, level_dbfs: float, seed: int = 0) -> np.ndarray:

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from edge_tts.config import QueueSettings, SynthesisSettings
 from edge_tts.dedupe import PlayedStore
+from edge_tts.jobs import Job
 from edge_tts.messages import Envelope, SayRequest, parse_say
-from edge_tts.pipeline import Job, Pipeline
+from edge_tts.pipeline import Pipeline
 from edge_tts.synthesis import SpeechOptions
 from edge_tts.telemetry import Telemetry
 
@@ -35,13 +37,13 @@ class Harness:
         self.reporter = FakeReporter()
         self.played = PlayedStore(tmp / "played.json")
         self.pipeline = Pipeline(
-            self.output,
-            22050,
-            self.reporter,
-            Telemetry(),
-            self.played,  # type: ignore[arg-type]
-            queue_size=queue_size,
-            max_concurrent=2,
+            SynthesisSettings(max_concurrent=2),
+            QueueSettings(size=queue_size),
+            output=self.output,
+            output_rate=22050,
+            reporter=self.reporter,
+            telemetry=Telemetry(),
+            played=self.played,
         )
         self.pipeline.start()
 
@@ -143,7 +145,7 @@ def test_redelivery_while_queued_is_merged(harness: Harness) -> None:
     harness.submit("Twice.", delivery="copy-2", id="twice")
     harness.reporter.wait("finished", "twice", timeout=20)
     assert harness.reporter.of("finished").count("twice") == 1
-    assert {"copy-1", "copy-2"} <= set(harness.reporter.acked)  # type: ignore[arg-type]
+    assert {"copy-1", "copy-2"} <= set(harness.reporter.acked)
 
 
 def test_expired_request_is_not_played(harness: Harness) -> None:
@@ -165,6 +167,11 @@ def test_audio_unavailable_rejects_with_reason(harness: Harness) -> None:
 def test_unspeakable_text_is_rejected(harness: Harness) -> None:
     harness.submit("?!", id="empty")
     harness.reporter.wait("rejected", "empty")
+    # Rejected for what it is, not by an internal error on the way.
+    reasons = [d for k, i, d in harness.reporter.events if k == "rejected" and i == "empty"]
+    assert len(reasons) == 1 and reasons[0].startswith("text has nothing speakable"), reasons
+    assert "internal error" not in reasons[0]
+    assert "empty" not in harness.reporter.of("finished")
 
 
 def test_stop_leaves_unplayed_requests_unacknowledged(tmp_path: Path) -> None:
@@ -259,10 +266,11 @@ def test_a_request_interrupted_before_it_was_planned_does_not_stall_the_queue(
     # Found by bench/fuzz.py: the interrupted job was never planned (workers skip
     # interrupted jobs) while playback waited for its plan: nothing played again.
     gate = threading.Event()
-    pick = harness.pipeline._pick_task
-    monkeypatch.setattr(harness.pipeline, "_pick_task", lambda: pick() if gate.is_set() else None)
+    schedule = harness.pipeline.schedule
+    pick = schedule._pick_task
+    monkeypatch.setattr(schedule, "_pick_task", lambda: pick() if gate.is_set() else None)
     harness.submit(LONG, id="unplanned")
-    wait_until(lambda: harness.pipeline._playing is not None, what="playback to take it")
+    wait_until(lambda: schedule.playing is not None, what="playback to take it")
     harness.submit("Alarm.", id="alarm", priority="critical")
     gate.set()
     harness.reporter.wait("finished", "alarm", timeout=30)

@@ -25,16 +25,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from edge_tts.audio import player
-from edge_tts.audio.player import (
-    AlsaOutput,
-    AudioUnavailableError,
-    Utterance,
-    WavDirOutput,
-    open_output,
-    safe_name,
-)
-from edge_tts.audio.ringbuffer import fade_in_gain, fade_out_gain
+from edge_tts.audio import device, wavdir
+from edge_tts.audio.alsa import AlsaOutput
+from edge_tts.audio.device import portaudio_device
+from edge_tts.audio.dsp import fade_in_gain, fade_out_gain
+from edge_tts.audio.output import AudioUnavailableError, Utterance, open_output
+from edge_tts.audio.wavdir import WavDirOutput, safe_name
+from edge_tts.config import AudioSettings
 
 from .support.player_driver import tone
 from .support.soundcard import VirtualSoundCard
@@ -412,15 +409,15 @@ class _Flags:
 
 def fake_callback(out: AlsaOutput, frames: int = BLOCK) -> np.ndarray:
     buffer = bytearray(frames * 2)
-    out._callback(buffer, frames, None, _Flags())
+    out._device._callback(buffer, frames, None, _Flags())
     return np.frombuffer(buffer, dtype=np.int16)
 
 
 @pytest.fixture()
 def offline() -> AlsaOutput:
     """An AlsaOutput whose callback the test calls itself, as PortAudio would."""
-    out = AlsaOutput(RATE, ring_seconds=1.0, fade_ms=0)
-    out._reason = None  # as if the stream were open
+    out = AlsaOutput(AudioSettings(ring_buffer_seconds=1.0, fade_ms=0), RATE)
+    out._device._reason = None  # as if the stream were open
     return out
 
 
@@ -463,7 +460,7 @@ def test_callback_exception_plays_silence(offline: AlsaOutput) -> None:
     u = Utterance("u", RATE)
     offline.begin(u)
     offline.write(u, np.full(BLOCK, 9, dtype=np.int16), NEVER)
-    offline._inject_callback_error(ValueError("bug"))
+    offline._device._callback.inject_error(ValueError("bug"))
     assert (fake_callback(offline) == 0).all() and offline.callback_errors == 1
     assert (fake_callback(offline) == 9).all()  # called again, and nothing was lost
 
@@ -474,13 +471,13 @@ def test_callback_allocates_nothing_per_call(offline: AlsaOutput) -> None:
     offline.write(u, np.ones(RATE // 2, dtype=np.int16), NEVER)
     buffer, flags = bytearray(BLOCK * 2), _Flags()
     for _ in range(3):  # warm up lazily created state
-        offline._callback(buffer, BLOCK, None, flags)
+        offline._device._callback(buffer, BLOCK, None, flags)
     tracemalloc.start()
     try:
         before, _ = tracemalloc.get_traced_memory()
         tracemalloc.reset_peak()
         for _ in range(200):  # reads the ring dry and on: both paths
-            offline._callback(buffer, BLOCK, None, flags)
+            offline._device._callback(buffer, BLOCK, None, flags)
         after, peak_bytes = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -508,7 +505,7 @@ def test_interrupt_releases_a_blocked_writer(offline: AlsaOutput) -> None:
 
 
 def test_begin_refuses_while_degraded_and_checks_the_rate() -> None:
-    out = AlsaOutput(RATE)
+    out = AlsaOutput(AudioSettings(), RATE)
     with pytest.raises(AudioUnavailableError, match="not started"):
         out.begin(Utterance("u", RATE))
     assert out.status == "degraded: not started" and not out.healthy
@@ -554,11 +551,11 @@ class RecordingEvent(threading.Event):
 def test_supervisor_backs_off_exponentially_then_recovers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(player, "BACKOFF_MIN_S", 0.02)
-    monkeypatch.setattr(player, "BACKOFF_MAX_S", 0.1)
-    out = AlsaOutput(RATE)
+    monkeypatch.setattr(device, "BACKOFF_MIN_S", 0.02)
+    monkeypatch.setattr(device, "BACKOFF_MAX_S", 0.1)
+    out = AlsaOutput(AudioSettings(), RATE)
     stop = RecordingEvent()
-    monkeypatch.setattr(out, "_stop", stop)
+    monkeypatch.setattr(out._device, "_stop", stop)
     attempts: list[float] = []
 
     def open_stream(reinit: bool) -> FakeStream:
@@ -569,7 +566,7 @@ def test_supervisor_backs_off_exponentially_then_recovers(
         stream.start()
         return stream
 
-    monkeypatch.setattr(out, "_new_stream", open_stream)
+    monkeypatch.setattr(out._device, "_new_stream", open_stream)
     out.start()  # the first attempt fails here, without raising
     try:
         assert (
@@ -590,18 +587,18 @@ def test_supervisor_backs_off_exponentially_then_recovers(
 def test_supervisor_reopens_a_stream_whose_callback_stalled(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(player, "CALLBACK_STALL_S", 0.3)
-    out = AlsaOutput(RATE)
+    monkeypatch.setattr(device, "CALLBACK_STALL_S", 0.3)
+    out = AlsaOutput(AudioSettings(), RATE)
     streams: list[FakeStream] = []
 
     def open_stream(reinit: bool) -> FakeStream:
         streams.append(FakeStream())
         streams[-1].start()
         if len(streams) == 2:  # the new stream is fine: never taken for stalled, however slow
-            monkeypatch.setattr(player, "CALLBACK_STALL_S", 3600.0)
+            monkeypatch.setattr(device, "CALLBACK_STALL_S", 3600.0)
         return streams[-1]
 
-    monkeypatch.setattr(out, "_new_stream", open_stream)
+    monkeypatch.setattr(out._device, "_new_stream", open_stream)
     out.start()
     try:
         assert out.status == "ok" and out.healthy
@@ -620,6 +617,10 @@ def test_supervisor_reopens_a_stream_whose_callback_stalled(
 # -- WAV directory sink -------------------------------------------------------------
 
 
+def wav_output(directory: Path, **fields: Any) -> WavDirOutput:
+    return WavDirOutput(AudioSettings(sink="wav-dir", wav_dir=directory, **fields), RATE)
+
+
 def read_wav(path: Path) -> tuple[int, int, int, np.ndarray]:
     with wave.open(str(path), "rb") as wav:
         frames = np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2")
@@ -627,7 +628,7 @@ def read_wav(path: Path) -> tuple[int, int, int, np.ndarray]:
 
 
 def test_wav_dir_writes_one_exact_wav_per_utterance(tmp_path: Path) -> None:
-    out = WavDirOutput(tmp_path / "out", RATE, fade_ms=0)
+    out = wav_output(tmp_path / "out", fade_ms=0)
     out.start()
     assert out.status == "ok" and out.healthy and out.underruns == 0
     pcm = tone(440.0, 0.5)
@@ -645,7 +646,7 @@ def test_wav_dir_writes_one_exact_wav_per_utterance(tmp_path: Path) -> None:
 
 
 def test_wav_dir_appears_only_when_complete(tmp_path: Path) -> None:
-    out = WavDirOutput(tmp_path, RATE)
+    out = wav_output(tmp_path)
     out.start()
     u = Utterance("atomic", RATE)
     out.begin(u)
@@ -657,7 +658,7 @@ def test_wav_dir_appears_only_when_complete(tmp_path: Path) -> None:
 
 
 def test_wav_dir_applies_fades_and_volume(tmp_path: Path) -> None:
-    out = WavDirOutput(tmp_path, RATE, volume=0.5, fade_ms=15)
+    out = wav_output(tmp_path, volume=0.5, fade_ms=15)
     out.start()
     u = Utterance("faded", RATE)
     out.begin(u)
@@ -672,7 +673,7 @@ def test_wav_dir_applies_fades_and_volume(tmp_path: Path) -> None:
 
 
 def test_wav_dir_interrupt_and_stop_leave_no_file(tmp_path: Path) -> None:
-    out = WavDirOutput(tmp_path, RATE)
+    out = wav_output(tmp_path)
     out.start()
     u = Utterance("cut", RATE)
     out.begin(u)
@@ -691,7 +692,7 @@ def test_wav_dir_interrupt_and_stop_leave_no_file(tmp_path: Path) -> None:
 def test_wav_dir_names_stay_inside_the_directory(tmp_path: Path) -> None:
     assert safe_name("../../etc/passwd") == "_.._etc_passwd"
     assert safe_name("...") == "utterance" and safe_name("a b/c") == "a_b_c"
-    out = WavDirOutput(tmp_path / "d", RATE)
+    out = wav_output(tmp_path / "d")
     out.start()
     u = Utterance("../escape", RATE)
     out.begin(u)
@@ -704,7 +705,7 @@ def test_wav_dir_names_stay_inside_the_directory(tmp_path: Path) -> None:
 def test_wav_dir_that_cannot_be_created_is_degraded(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    out = WavDirOutput(blocker / "wavs", RATE)
+    out = wav_output(blocker / "wavs")
     out.start()
     assert out.status.startswith("degraded: cannot create") and not out.healthy
     with pytest.raises(AudioUnavailableError, match="cannot create"):
@@ -716,21 +717,22 @@ def test_wav_dir_that_cannot_be_created_is_degraded(tmp_path: Path) -> None:
     assert list((blocker / "wavs").iterdir()) == []
 
 
-def test_open_output_picks_the_sink(tmp_path: Path) -> None:
-    wav = open_output("wav-dir", RATE, None, tmp_path, 1.0, 2.0, 15, 1024)
-    assert isinstance(wav, WavDirOutput)
-    alsa = open_output("alsa", RATE, "hw:0", None, 0.8, 1.0, 10, 512)
-    assert isinstance(alsa, AlsaOutput) and alsa.device == "hw:0" and alsa.volume == 0.8
+def test_open_output_picks_the_sink_from_the_settings(tmp_path: Path) -> None:
+    wav = open_output(AudioSettings(sink="wav-dir", wav_dir=tmp_path, fade_ms=10), RATE)
+    assert isinstance(wav, WavDirOutput) and wav.directory == tmp_path and wav.fade_ms == 10
+    settings = AudioSettings(device="hw:0", volume=0.8, latency_ms=30, block_frames=256)
+    alsa = open_output(settings, RATE)
+    assert isinstance(alsa, AlsaOutput) and alsa.volume == 0.8 and alsa.sample_rate == RATE
+    stream = alsa._device
+    assert (stream.name, stream.latency, stream.block_frames) == ("hw:0", 0.03, 256)
     with pytest.raises(ValueError, match="wav_dir"):
-        open_output("wav-dir", RATE, None, None, 1.0, 2.0, 15, 1024)
-    with pytest.raises(ValueError, match="unknown audio sink"):
-        open_output("pulse", RATE, None, None, 1.0, 2.0, 15, 1024)
+        WavDirOutput(AudioSettings(), RATE)
 
 
 def test_wav_dir_write_failure_degrades_leaves_no_part_file_and_recovers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    out = WavDirOutput(tmp_path / "out", RATE, fade_ms=0)
+    out = wav_output(tmp_path / "out", fade_ms=0)
     out.start()
     u = Utterance("full", RATE)
     out.begin(u)
@@ -738,7 +740,7 @@ def test_wav_dir_write_failure_degrades_leaves_no_part_file_and_recovers(
     def disk_full(*_: object) -> bool:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(player._WavFile, "write", disk_full)
+    monkeypatch.setattr(wavdir._WavFile, "write", disk_full)
     with pytest.raises(AudioUnavailableError, match="No space left on device"):
         out.write(u, tone(440.0, 0.1), NEVER)
     assert list((tmp_path / "out").iterdir()) == []  # the partial file is gone
@@ -747,3 +749,10 @@ def test_wav_dir_write_failure_degrades_leaves_no_part_file_and_recovers(
     out.recover()  # the disk has room again: the probe file can be written
     assert out.status == "ok"
     assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_device_given_as_digits_is_an_index_for_portaudio() -> None:
+    assert portaudio_device("2") == 2
+    assert portaudio_device("hw:1,0") == "hw:1,0"
+    assert portaudio_device("USB Audio 2") == "USB Audio 2"
+    assert portaudio_device(None) is None

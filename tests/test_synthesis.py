@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+from edge_tts.audio.dsp import to_pcm16
 from edge_tts.synthesis import SpeechOptions, Synthesizer
 from edge_tts.text import EmptyTextError
-from edge_tts.voice.model import Voice, to_pcm16
+from edge_tts.voice.model import Voice
+
+DETERMINISTIC = SpeechOptions(noise_scale=0.0, noise_w=0.0)
 
 
 def test_pcm16_bends_peaks_instead_of_clipping() -> None:
@@ -47,11 +52,12 @@ def test_speaks_non_silent_audio_of_plausible_length(fp32_voice: Voice) -> None:
 @pytest.mark.slow
 def test_speed_changes_duration(fp32_voice: Voice) -> None:
     synth = Synthesizer(fp32_voice)
-    deterministic = {"noise_scale": 0.0, "noise_w": 0.0}
-    normal = sum(c.seconds for c in synth.chunks("Turn left now.", SpeechOptions(**deterministic)))
+    normal = sum(c.seconds for c in synth.chunks("Turn left now.", DETERMINISTIC))
     slow = sum(
         c.seconds
-        for c in synth.chunks("Turn left now.", SpeechOptions(length_scale=1.5, **deterministic))
+        for c in synth.chunks(
+            "Turn left now.", dataclasses.replace(DETERMINISTIC, length_scale=1.5)
+        )
     )
     assert slow == pytest.approx(normal * 1.5, rel=0.15)
 
@@ -70,7 +76,7 @@ def test_unknown_speaker_fails_before_audio(fp32_voice: Voice) -> None:
 
 
 def test_leading_silence_is_trimmed_but_not_the_onset() -> None:
-    from edge_tts.synthesis import trim_leading_silence
+    from edge_tts.audio.dsp import trim_leading_silence
 
     audio = np.concatenate([np.zeros(2205), np.full(3000, 0.5), np.zeros(10)]).astype(np.float32)
     trimmed = trim_leading_silence(audio, 22050)
@@ -81,7 +87,7 @@ def test_leading_silence_is_trimmed_but_not_the_onset() -> None:
 
 def test_the_first_piece_is_never_trimmed_below_100_ms() -> None:
     """A late onset (a stop consonant) must not leave a piece that drains before the next."""
-    from edge_tts.synthesis import trim_leading_silence
+    from edge_tts.audio.dsp import trim_leading_silence
 
     late = np.concatenate([np.zeros(3900), np.full(200, 0.5)]).astype(np.float32)
     trimmed = trim_leading_silence(late, 22050)

@@ -5,8 +5,19 @@ import unicodedata
 
 import pytest
 
-from edge_tts.text import EmptyTextError, prepare
+from edge_tts.text import EmptyTextError
+from edge_tts.text import prepare as _prepare
 from edge_tts.text.languages import expander_for, primary_language
+
+
+def prepare(
+    text: str, language: str = "en", max_chunk_chars: int = 200, first_chunk_chars: int = 60
+) -> list[str]:
+    """The front-end with the limits these cases were written for (the daemon passes its
+    settings')."""
+    return _prepare(
+        text, language, max_chunk_chars=max_chunk_chars, first_chunk_chars=first_chunk_chars
+    )
 
 
 @pytest.mark.parametrize(

@@ -11,21 +11,20 @@ import onnx
 import onnxruntime
 import pytest
 
+from edge_tts.config import SynthesisSettings
 from edge_tts.synthesis import Synthesizer
 from edge_tts.voice import files
-from edge_tts.voice.model import (
+from edge_tts.voice.model import SynthesisParams, Voice, session_options
+from edge_tts.voice.phonemize import text_to_ids
+from edge_tts.voice.split import DECODER_FIRST_CONV, split_at_decoder
+from edge_tts.voice.windowed import (
     FIRST_WINDOW_FRAMES,
     MAX_WINDOW_FRAMES,
     DecoderStage,
-    SynthesisParams,
-    Voice,
     even_step,
     next_window,
-    session_options,
     window_plan,
 )
-from edge_tts.voice.phonemize import text_to_ids
-from edge_tts.voice.split import DECODER_FIRST_CONV, split_at_decoder
 
 from .conftest import corpus_lines
 
@@ -115,7 +114,8 @@ def test_int8_voice_streams_too() -> None:
 
 @pytest.mark.slow
 def test_first_audio_comes_before_the_sentence_is_decoded(fp32_voice: Voice) -> None:
-    chunks = Synthesizer(fp32_voice, first_chunk_chars=2000).chunks(LONG)
+    whole = SynthesisSettings(max_chunk_chars=2000, first_chunk_chars=2000)  # LONG in one
+    chunks = Synthesizer(fp32_voice, whole).chunks(LONG)
     first = next(chunks)
     rest = list(chunks)
     # the first piece is one short window (minus the trimmed lead-in), the rest follows

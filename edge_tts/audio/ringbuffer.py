@@ -14,18 +14,11 @@ import time
 
 import numpy as np
 
+from .dsp import as_mono_int16, fade_out_gain
+
 # How often a blocked writer re-checks its stop event. Stop events are plain flags set by
 # other components (some override is_set() without ever being "set"), so nobody notifies us.
 _STOP_POLL_S = 0.05
-
-
-def fade_out_gain(frames: int) -> np.ndarray:
-    """Linear ramp from just below 1 to just above 0 (neither end is a full step)."""
-    return np.linspace(1.0, 0.0, frames + 2, dtype=np.float32)[1:-1]
-
-
-def fade_in_gain(frames: int) -> np.ndarray:
-    return fade_out_gain(frames)[::-1].copy()
 
 
 class RingBuffer:
@@ -164,16 +157,6 @@ class RingBuffer:
         start = position % self.capacity
         first = min(n, self.capacity - start)
         return np.concatenate((self._buf[start : start + first], self._buf[: n - first]))
-
-
-def as_mono_int16(pcm: np.ndarray) -> np.ndarray:
-    if pcm.dtype != np.int16:
-        raise TypeError(f"PCM must be int16, not {pcm.dtype}")
-    if pcm.ndim == 2 and pcm.shape[1] == 1:
-        return pcm[:, 0]
-    if pcm.ndim != 1:
-        raise ValueError(f"PCM must be mono (shape (n,) or (n, 1)), not {pcm.shape}")
-    return pcm
 
 
 def _remaining(deadline: float | None) -> float:

@@ -60,12 +60,15 @@ def _shorten_first(chunks: list[str], first_chunk_chars: int, max_chunk_chars: i
 def prepare(
     text: str,
     language: str = "en",
-    max_chunk_chars: int = 200,
-    first_chunk_chars: int = 60,
+    *,
+    max_chunk_chars: int,
+    first_chunk_chars: int,
 ) -> list[str]:
     """Normalize text and split it into chunks ready for synthesis, first chunk short.
 
-    Raises EmptyTextError when nothing speakable is left, ValueError for bad limits.
+    The limits have no defaults here: the daemon's are `synthesis.max_chunk_chars` and
+    `synthesis.first_chunk_chars` (config). Raises EmptyTextError when nothing speakable
+    is left, ValueError for bad limits.
     """
     _check_limits(max_chunk_chars, first_chunk_chars)
     normalized = normalize(text, language)

@@ -9,7 +9,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from edge_tts.audio.player import AudioUnavailableError, Utterance
+from edge_tts.audio.dsp import Shaper, fade_out_gain, ms_to_frames
+from edge_tts.audio.output import AudioUnavailableError, Utterance, check_rate
+from edge_tts.config import AudioSettings
+from edge_tts.jobs import Job
 from edge_tts.voice import files
 from edge_tts.voice.model import SynthesisParams, load_config
 from edge_tts.voice.phonemize import text_to_ids
@@ -28,6 +31,13 @@ class FakeVoice:
         self.concurrent = 0
         self.max_concurrent = 0
         self.intervals: list[tuple[float, float]] = []  # (start, end) of every synthesis
+        self.loaded = False
+        self.load_error: Exception | None = None  # raised by load(), like a tampered model
+
+    def load(self) -> None:
+        if self.load_error is not None:
+            raise self.load_error
+        self.loaded = True
 
     def speaker_id(self, speaker: object) -> int | None:
         if speaker not in (None, "0", 0):
@@ -64,21 +74,33 @@ class FakeVoice:
 
 @dataclass
 class FakeOutput:
-    """Plays `speedup` times faster than real time, records what it was given."""
+    """Plays `speedup` times faster than real time and records what came out, shaped as
+    the real outputs shape it (volume, fades). Holds to the same contract as they do
+    (tests/test_output_contract.py)."""
 
     speedup: float = 20.0
-    available: bool = True
-    played: list[tuple[str, int]] = field(default_factory=list)
+    available: bool = True  # False: unplugged, begin() raises
+    settings: AudioSettings = field(default_factory=AudioSettings)  # volume and fade_ms
+    sample_rate: int = 22050
+    played: list[tuple[str, int]] = field(default_factory=list)  # (request id, frames)
+    recorded: dict[str, np.ndarray] = field(default_factory=dict)  # what came out, by id
     interrupts: int = 0
-    _interrupted: threading.Event = field(default_factory=threading.Event)
+    closed: bool = False
+    _current: Utterance | None = None
+    _shaper: Shaper | None = None
+    _pieces: list[np.ndarray] = field(default_factory=list)
 
     def start(self) -> None: ...
-    def close(self) -> None: ...
+
+    def close(self) -> None:
+        self.closed = True
+        self._current = None
+
     def recover(self) -> None: ...
 
     @property
     def healthy(self) -> bool:
-        return self.available
+        return self._reason() is None
 
     @property
     def alive(self) -> bool:
@@ -86,76 +108,105 @@ class FakeOutput:
 
     @property
     def status(self) -> str:
-        return "ok" if self.available else "degraded: unplugged"
+        reason = self._reason()
+        return "ok" if reason is None else f"degraded: {reason}"
 
     @property
     def underruns(self) -> int:
         return 0
 
     def begin(self, utterance: Utterance) -> None:
-        if not self.available:
-            raise AudioUnavailableError("unplugged")
-        self._interrupted.clear()
+        check_rate(utterance, self.sample_rate)
+        reason = self._reason()
+        if reason is not None:
+            raise AudioUnavailableError(reason)
+        fade = ms_to_frames(self.settings.fade_ms, self.sample_rate)
+        self._current, self._pieces = utterance, []
+        self._shaper = Shaper(self.settings.volume, fade)
 
     def write(self, utterance: Utterance, pcm: np.ndarray, stop: threading.Event) -> bool:
+        if not self._playing(utterance) or stop.is_set():
+            return False
+        assert self._shaper is not None
+        shaped = self._shaper(pcm)
         if utterance.first_sample_at is None:
             utterance.first_sample_at = time.monotonic()
         deadline = time.monotonic() + len(pcm) / utterance.sample_rate / self.speedup
         while time.monotonic() < deadline:
-            if stop.is_set() or self._interrupted.is_set():
-                utterance.interrupted = True
+            if stop.is_set() or utterance.interrupted:
                 return False
             time.sleep(0.002)  # a fake pacing itself: playing takes (scaled) real time
+        self._pieces.append(shaped)
         self.played.append((utterance.request_id, len(pcm)))
         return True
 
     def end(self, utterance: Utterance, stop: threading.Event, timeout: float) -> bool:
-        if self._interrupted.is_set() or stop.is_set():
+        if not self._playing(utterance) or stop.is_set():
             return False
+        audio = np.concatenate([np.zeros(0, np.int16), *self._pieces])
+        fade = min(ms_to_frames(self.settings.fade_ms, self.sample_rate), audio.size)
+        if fade:
+            audio[-fade:] = (audio[-fade:] * fade_out_gain(fade)).astype(np.int16)
+        self.recorded[utterance.request_id] = audio
+        self._current = None
         utterance.finished_at = time.monotonic()
         return True
 
     def interrupt(self, fade_ms: int | None = None) -> None:
         self.interrupts += 1
-        self._interrupted.set()
+        if self._current is not None:
+            self._current.interrupted = True
+
+    def _reason(self) -> str | None:
+        if self.closed:
+            return "closed"
+        return None if self.available else "unplugged"
+
+    def _playing(self, utterance: Utterance) -> bool:
+        """False once it was interrupted; RuntimeError for one that was never begun."""
+        if utterance is not self._current and not utterance.interrupted:
+            raise RuntimeError(f"write/end for {utterance.request_id!r} without begin()")
+        return not utterance.interrupted
 
 
 class FakeReporter:
+    """The pipeline's `Reporter` (edge_tts/jobs.py): records every event, acks the finals."""
+
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str]] = []  # (kind, id, detail)
         self.acked: list[object] = []
         self._cond = threading.Condition()
 
-    def _add(self, kind: str, job: object, detail: str = "", final: bool = True) -> None:
+    def _add(self, kind: str, job: Job, detail: str = "", final: bool = True) -> None:
         with self._cond:
-            self.events.append((kind, job.request.id, detail))  # type: ignore[attr-defined]
+            self.events.append((kind, job.request.id, detail))
             if final:
-                self.acked.extend(job.deliveries)  # type: ignore[attr-defined]
-                job.concluded = True  # type: ignore[attr-defined]
+                self.acked.extend(job.deliveries)
+                job.concluded = True
             self._cond.notify_all()
 
-    def queued(self, job: object, position: int) -> None:
+    def queued(self, job: Job, position: int) -> None:
         self._add("queued", job, str(position), final=False)
 
-    def started(self, job: object) -> None:
+    def started(self, job: Job) -> None:
         self._add("started", job, final=False)
 
-    def finished(self, job: object) -> None:
+    def finished(self, job: Job) -> None:
         self._add("finished", job)
 
-    def rejected(self, job: object, reason: str) -> None:
+    def rejected(self, job: Job, reason: str) -> None:
         self._add("rejected", job, reason)
 
-    def expired(self, job: object) -> None:
+    def expired(self, job: Job) -> None:
         self._add("expired", job)
 
-    def interrupted(self, job: object, by: str) -> None:
+    def interrupted(self, job: Job, by: str) -> None:
         self._add("interrupted", job, by)
 
-    def duplicate(self, job: object, reason: str) -> None:
+    def duplicate(self, job: Job, reason: str) -> None:
         self._add("duplicate", job, reason)
 
-    def deferred(self, job: object) -> None:
+    def deferred(self, job: Job) -> None:
         self._add("deferred", job, final=False)
 
     def of(self, kind: str) -> list[str]:

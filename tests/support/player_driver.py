@@ -7,8 +7,9 @@ initializes, and PortAudio initializes when sounddevice is first imported.
 
 After its "done" event the driver keeps the stream open until its stdin closes: the test
 closes it once the audio has come out of the sound card, rather than guessing how long the
-sound server takes. Every wait in here is for a condition, with a deadline; the sleeps
-that remain are what a scenario is about (idle time, a late writer, a gap).
+sound server takes. Scenario `serve` takes the output's calls from a test instead
+(tests/support/remote_output.py). Every wait in here is for a condition, with a deadline;
+the sleeps that remain are what a scenario is about (idle time, a late writer, a gap).
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from edge_tts.audio.player import AlsaOutput, AudioUnavailableError, Utterance
+from edge_tts.audio.alsa import AlsaOutput
+from edge_tts.audio.output import AudioUnavailableError, Utterance
+from edge_tts.config import AudioSettings
+from tests.support.remote_output import serve
 
 RATE = 22050
 NEVER = threading.Event()
@@ -38,14 +42,18 @@ class ProbedOutput(AlsaOutput):
     a re-entrant lock, so a scenario can read the ring position and interrupt atomically
     (the callback cannot hand out a block in between)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._lock = threading.RLock()  # type: ignore[assignment]
+    def __init__(self, settings: AudioSettings, sample_rate: int) -> None:
+        super().__init__(settings, sample_rate)
+        lock = threading.RLock()
+        self._lock = self._device._lock = lock  # type: ignore[assignment]
         self.opens_tried = 0
+        new_stream = self._device._new_stream
 
-    def _new_stream(self, reinit: bool) -> Any:
-        self.opens_tried += 1
-        return super()._new_stream(reinit)
+        def counted(reinit: bool) -> Any:
+            self.opens_tried += 1
+            return new_stream(reinit)
+
+        self._device._new_stream = counted  # type: ignore[method-assign]
 
 
 def emit(event: str, **fields: Any) -> None:
@@ -108,12 +116,11 @@ def counters(out: AlsaOutput) -> dict[str, Any]:
 
 
 def started(params: dict[str, Any]) -> ProbedOutput:
-    out = ProbedOutput(
-        RATE,
-        device=params.get("device"),
-        fade_ms=params.get("fade_ms", 15),
-        block_frames=params.get("block_frames", 1024),
-    )
+    """An output with the AudioSettings fields in `params`; blocks of 1024 frames and 100 ms
+    of PortAudio latency unless they say otherwise (what these tests were measured with)."""
+    fields = {f: params[f] for f in AudioSettings.__dataclass_fields__ if f in params}
+    settings = AudioSettings(**{"block_frames": 1024, "latency_ms": 100, **fields})
+    out = ProbedOutput(settings, RATE)
     out.start()
     return out
 
@@ -127,10 +134,10 @@ def scenario_tone(out: ProbedOutput, p: dict[str, Any]) -> None:
 
 
 def scenario_back_to_back(out: ProbedOutput, p: dict[str, Any]) -> None:
-    stream = out._stream
+    stream = out._device._stream
     first = play(out, "first", tone(440.0, 0.5))
     second = play(out, "second", tone(660.0, 0.5))
-    emit("played", first=first, second=second, same_stream=out._stream is stream)
+    emit("played", first=first, second=second, same_stream=out._device._stream is stream)
 
 
 def scenario_interrupt(out: ProbedOutput, p: dict[str, Any]) -> None:
@@ -194,14 +201,14 @@ def scenario_recover(out: ProbedOutput, p: dict[str, Any]) -> None:
 def scenario_callback_error(out: ProbedOutput, p: dict[str, Any]) -> None:
     def inject() -> None:  # mid-tone: once a quarter of it went out
         if wait_for(lambda: out._ring.frames_read >= RATE // 4, DEADLINE_S):
-            out._inject_callback_error(RuntimeError("boom from the test"))
+            out._device._callback.inject_error(RuntimeError("boom from the test"))
 
     threading.Thread(target=inject, name="injector", daemon=True).start()
     emit("played", **play(out, "tone", tone(440.0, 1.0)))
 
 
 def scenario_dead_stream(out: ProbedOutput, p: dict[str, Any]) -> None:
-    out._stream.abort()  # what a crashed callback or an ALSA error leaves behind
+    out._device._stream.abort()  # what a crashed callback or an ALSA error leaves behind
     emit("aborted", status=out.status)
     ok = wait_for(lambda: out.stream_opens == 2 and out.status == "ok", DEADLINE_S)
     emit("reopened", ok=ok)
@@ -225,6 +232,11 @@ def scenario_lost_device(out: ProbedOutput, p: dict[str, Any]) -> None:
     thread.join(timeout=DEADLINE_S)
     emit("degraded", ok=degraded, status=out.status, writer_done=not thread.is_alive(), **result)
     scenario_recover(out, p)
+
+
+def scenario_serve(out: ProbedOutput, p: dict[str, Any]) -> None:
+    """Calls from a RemoteOutput (tests/support/remote_output.py) until stdin closes."""
+    serve(out, sys.stdin, sys.stdout)
 
 
 SCENARIOS = {

@@ -1,0 +1,105 @@
+"""A request on its way through the pipeline: the `Job`, its text `Chunk`s, the tasks a
+synthesis worker takes, and the `Reporter` its fate goes to. Data only, no threads."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from .audio.output import Utterance
+from .messages import SayRequest
+from .synthesis import SpeechOptions
+from .voice.model import Voice
+
+
+class Reporter(Protocol):
+    """Where a request's fate goes: events, acknowledgements, Hermes replies (the daemon's
+    `MqttReporter`), or the one answer `edge-ttsd say` waits for.
+
+    A final event (finished, rejected, expired, interrupted, duplicate) sets
+    `job.concluded`; queued, started and deferred are not final."""
+
+    def queued(self, job: Job, position: int) -> None: ...
+    def started(self, job: Job) -> None: ...
+    def finished(self, job: Job) -> None: ...
+    def rejected(self, job: Job, reason: str) -> None: ...
+    def expired(self, job: Job) -> None: ...
+    def interrupted(self, job: Job, by: str) -> None: ...
+    def duplicate(self, job: Job, reason: str) -> None: ...
+    def deferred(self, job: Job) -> None: ...
+
+
+class Played(Protocol):
+    """Keys of the requests already played: the daemon's `PlayedStore`, a set for `say`."""
+
+    def __contains__(self, key: str, /) -> bool: ...
+    def add(self, key: str, /) -> None: ...
+
+
+@dataclass
+class Chunk:
+    """One text chunk; its audio arrives in pieces while the decoder works through it."""
+
+    text: str
+    pieces: queue.SimpleQueue[np.ndarray | None] = field(default_factory=queue.SimpleQueue)
+    ready: threading.Event = field(default_factory=threading.Event)  # first piece, or error
+    error: str | None = None
+    taken: bool = False  # a worker has it
+    synth_seconds: float = 0.0
+    started_at: float | None = None  # monotonic: its synthesis began
+    first_audio_at: float | None = None  # its first piece of audio was ready
+
+
+@dataclass(eq=False)
+class Job:
+    request: SayRequest
+    deliveries: list[object]  # MQTT deliveries to acknowledge once its fate is known
+    voice: Voice
+    options: SpeechOptions
+    seq: int = 0
+    chunks: list[Chunk] | None = None
+    plan_error: str | None = None
+    planning: bool = False  # a worker is planning it
+    planned: threading.Event = field(default_factory=threading.Event)
+    played_chunks: int = 0
+    started_at: float | None = None
+    planned_at: float | None = None  # monotonic: the text front-end was done
+    first_written_at: float | None = None  # its first audio went to the output
+    utterance: Utterance | None = None
+    interrupted_by: str | None = None
+    # Set when it must stop playing: interrupted by another request, or shutdown.
+    cancel: threading.Event = field(default_factory=threading.Event)
+    audio_seconds: float = 0.0
+    concluded: bool = False  # its final event is out (set by the reporter)
+
+    @property
+    def synth_seconds(self) -> float:
+        return sum(c.synth_seconds for c in self.chunks or [])
+
+    def sort_key(self) -> tuple[int, int]:
+        return (-int(self.request.priority), self.seq)
+
+    def __lt__(self, other: Job) -> bool:
+        return self.sort_key() < other.sort_key()
+
+
+@dataclass(frozen=True)
+class PlanTask:
+    """Run the text front-end on the job: its chunks, or the reason it cannot be spoken."""
+
+    job: Job
+
+
+@dataclass(frozen=True)
+class ChunkTask:
+    """Synthesize chunk `index` of the job (planned already)."""
+
+    job: Job
+    index: int
+
+
+Task = PlanTask | ChunkTask

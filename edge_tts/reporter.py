@@ -1,0 +1,163 @@
+"""The daemon's reporter: what became of a request, published as the events, MQTT 5
+responses and Hermes replies that `messages` defines, each final one after the ack."""
+
+from __future__ import annotations
+
+import logging
+
+from .jobs import Job
+from .messages import (
+    Topics,
+    event,
+    hermes_error,
+    hermes_finished,
+    payload_id,
+    valid_response_topic,
+)
+from .mqtt_link import Inbound, MqttLink
+from .telemetry import Telemetry
+
+_LOGGER = logging.getLogger(__name__)
+
+
+class MqttReporter:
+    """A request's fate → events (own topic, response topic), Hermes replies, and the ack:
+    the daemon's `Reporter` (jobs.py)."""
+
+    def __init__(self, link: MqttLink, topics: Topics, telemetry: Telemetry):
+        self.link = link
+        self.topics = topics
+        self.telemetry = telemetry
+
+    def _emit(self, job: Job, kind: str, final: bool, **fields: object) -> None:
+        if final:
+            # Acknowledged first: a sender that sees the final event knows the broker will
+            # not deliver the request again (both go out in order on one connection).
+            job.concluded = True
+            for delivery in job.deliveries:
+                assert isinstance(delivery, Inbound)
+                self.link.ack(delivery)
+        payload = event(kind, job.request, **fields)
+        self.link.publish(self.topics.events, payload)
+        request = job.request
+        if final and request.response_topic:
+            self.link.publish(
+                request.response_topic, payload, correlation_data=request.correlation_data
+            )
+
+    def queued(self, job: Job, position: int) -> None:
+        self.telemetry.count("received")
+        self._emit(job, "queued", final=False, position=position, text_chars=len(job.request.text))
+
+    def started(self, job: Job) -> None:
+        wait = _ms(job.started_at, job.request.received_at)
+        self._emit(job, "started", final=False, queue_wait_ms=wait)
+
+    def finished(self, job: Job) -> None:
+        utt = job.utterance
+        ttfa = _ms(utt.first_sample_at if utt else None, job.request.received_at)
+        rtf = job.synth_seconds / job.audio_seconds if job.audio_seconds else None
+        self.telemetry.count("played")
+        if ttfa is not None:
+            self.telemetry.observe("time_to_first_audio_ms", ttfa)
+        if rtf is not None:
+            self.telemetry.observe("real_time_factor", rtf)
+        self.telemetry.observe("synthesis_ms", job.synth_seconds * 1000)
+        self._emit(
+            job,
+            "finished",
+            final=True,
+            time_to_first_audio_ms=ttfa,
+            queue_wait_ms=_ms(job.started_at, job.request.received_at),
+            audio_ms=round(job.audio_seconds * 1000),
+            synthesis_ms=round(job.synth_seconds * 1000),
+            real_time_factor=round(rtf, 4) if rtf is not None else None,
+            chunks=len(job.chunks or []),
+            first_chunk_chars=len(job.chunks[0].text) if job.chunks else None,
+            stages_ms=_stages(job),
+        )
+        self._hermes_done(job)
+
+    def rejected(self, job: Job, reason: str) -> None:
+        self.telemetry.count("rejected")
+        _LOGGER.warning("Rejected %s: %s", job.request.id, reason)
+        self._emit(job, "rejected", final=True, reason=reason)
+        self._hermes_done(job, error=reason)
+
+    def expired(self, job: Job) -> None:
+        self.telemetry.count("expired")
+        self._emit(job, "expired", final=True)
+        self._hermes_done(job, error="expired before it could be played")
+
+    def interrupted(self, job: Job, by: str) -> None:
+        self.telemetry.count("interrupted")
+        self._emit(job, "interrupted", final=True, by=by, audio_ms=round(job.audio_seconds * 1000))
+        self._hermes_done(job)
+
+    def duplicate(self, job: Job, reason: str) -> None:
+        """The same request again (same id and text, or a broker redelivery): not played
+        twice, but answered, so a sender always learns what became of a message."""
+        self.telemetry.count("duplicates")
+        _LOGGER.info("Request %s is a duplicate (%s); not played again", job.request.id, reason)
+        self._emit(job, "duplicate", final=True, reason=reason)
+        self._hermes_done(job)
+
+    def deferred(self, job: Job) -> None:
+        """Not a final event: the daemon stops, and the broker delivers it again."""
+        self.telemetry.count("deferred")
+        self._emit(job, "deferred", final=False, reason="daemon stopping; plays after restart")
+
+    def _hermes_done(self, job: Job, error: str | None = None) -> None:
+        hermes = job.request.hermes
+        if hermes is None:
+            return
+        if error is not None:
+            self.link.publish(
+                self.topics.hermes_error,
+                hermes_error(hermes.site_id, hermes.session_id, error, job.request.text[:100]),
+            )
+        # Always answer: a Hermes dialogue manager waits for sayFinished to go on.
+        self.link.publish(self.topics.hermes_finished, hermes_finished(job.request))
+
+    def bad_payload(
+        self, inbound: Inbound, reason: str, hermes: tuple[str, str | None] | None
+    ) -> None:
+        self.telemetry.count("rejected")
+        _LOGGER.warning("Rejected a message on %s: %s", inbound.envelope.topic, reason)
+        env = inbound.envelope
+        sender_id = payload_id(env.payload)
+        self.link.publish(
+            self.topics.events,
+            event("rejected", None, id=sender_id, reason=reason, topic=env.topic),
+        )
+        response_topic = valid_response_topic(env)
+        if response_topic:
+            self.link.publish(
+                response_topic,
+                event("rejected", None, id=sender_id, reason=reason),
+                correlation_data=env.correlation_data,
+            )
+        if hermes is not None:
+            self.link.publish(
+                self.topics.hermes_error, hermes_error(hermes[0], hermes[1], reason, "")
+            )
+        self.link.ack(inbound)
+
+
+def _stages(job: Job) -> dict[str, float | None]:
+    """Milliseconds from the message's arrival to each step towards the first sound:
+    planned (text front-end done), the first chunk's synthesis started, its first audio
+    ready, that audio written to the output (time_to_first_audio_ms: its first sample
+    handed to the device)."""
+    first = job.chunks[0] if job.chunks else None
+    received = job.request.received_at
+    return {
+        "planned": _ms(job.planned_at, received),
+        "synthesis_started": _ms(first.started_at if first else None, received),
+        "first_audio": _ms(first.first_audio_at if first else None, received),
+        "first_written": _ms(job.first_written_at, received),
+    }
+
+
+def _ms(end: float | None, start: float) -> float | None:
+    return None if end is None else round((end - start) * 1000, 1)
