@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import queue
 import shutil
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -34,11 +31,10 @@ from edge_tts.audio.wavdir import WavDirOutput, safe_name
 from edge_tts.config import AudioSettings
 
 from .support.player_driver import tone
+from .support.remote_output import spawn_driver
 from .support.soundcard import VirtualSoundCard
 from .support.waiting import DEFAULT_TIMEOUT_S, wait_until
 
-REPO = Path(__file__).resolve().parents[1]
-DRIVER = Path(__file__).parent / "support" / "player_driver.py"
 RATE = 22050
 BLOCK = 1024
 FADE = round(15 * RATE / 1000)  # the default fade_ms in frames
@@ -78,16 +74,7 @@ class LiveDriver:
         self._log = log
         self._queue: queue.Queue[dict[str, Any]] = queue.Queue()
         self.events: dict[str, Any] = {}  # every event so far by name (the last of a name)
-        with log.open("w") as stderr:
-            self._proc = subprocess.Popen(
-                [sys.executable, str(DRIVER), scenario, json.dumps(params)],
-                env={**os.environ, **env},
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                text=True,
-                cwd=REPO,
-            )
+        self._proc = spawn_driver(scenario, params, env, log)
         self._reader = threading.Thread(target=self._read, name="driver-stdout", daemon=True)
         self._reader.start()
 

@@ -34,6 +34,24 @@ from .waiting import DEFAULT_TIMEOUT_S, stop_process
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("player_driver.py")
 CALL_TIMEOUT_S = 120.0  # a call still unanswered after this long is a hang
+
+
+def spawn_driver(
+    scenario: str, params: dict[str, Any], env: dict[str, str], log: Path
+) -> subprocess.Popen[str]:
+    """player_driver.py running `scenario`: JSON lines on stdin/stdout, stderr into `log`."""
+    with log.open("w") as stderr:
+        return subprocess.Popen(
+            [sys.executable, str(DRIVER), scenario, json.dumps(params)],
+            env={**os.environ, **env},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            cwd=REPO,
+        )
+
+
 _FIELDS = ("first_sample_at", "finished_at", "interrupted")
 _ERRORS: dict[str, type[Exception]] = {
     e.__name__: e for e in (AudioUnavailableError, ValueError, TypeError, RuntimeError)
@@ -146,16 +164,7 @@ class RemoteOutput:
         self._stops: dict[str, threading.Event] = {}  # kept alive while their ids are in use
         self._started = threading.Event()
         self._write_lock = threading.Lock()
-        with log.open("w") as stderr:
-            self._proc = subprocess.Popen(
-                [sys.executable, str(DRIVER), "serve", json.dumps(settings)],
-                env={**os.environ, **env},
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                text=True,
-                cwd=REPO,
-            )
+        self._proc = spawn_driver("serve", settings, env, log)
         self._reader = threading.Thread(target=self._read, name="remote-output", daemon=True)
         self._reader.start()
         if not self._started.wait(CALL_TIMEOUT_S):
