@@ -19,7 +19,8 @@ from .config import Settings
 from .dedupe import PlayedStore
 from .intake import Intake
 from .lifecycle import Part, Parts, nothing
-from .messages import Topics, event
+from .messages.events import event
+from .messages.topics import Topics
 from .mqtt_link import Inbound, MqttLink
 from .notify import HealthTick, Notifier
 from .pipeline import Pipeline

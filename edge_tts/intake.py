@@ -8,7 +8,9 @@ import logging
 
 from .config import Settings
 from .jobs import Job
-from .messages import BadRequest, Envelope, SayRequest, Topics, hermes_site, parse_hermes, parse_say
+from .messages.parse import hermes_site, parse_hermes, parse_say
+from .messages.request import BadRequest, Envelope, SayRequest
+from .messages.topics import Topics
 from .mqtt_link import Inbound, MqttLink
 from .pipeline import Pipeline
 from .reporter import MqttReporter

@@ -11,7 +11,7 @@ from typing import Protocol
 import numpy as np
 
 from .audio.output import Utterance
-from .messages import SayRequest
+from .messages.request import SayRequest
 from .synthesis import SpeechOptions
 from .voice.model import Voice
 

@@ -1,4 +1,6 @@
-"""The paho-mqtt client: connect, last will, subscribe, manual ack, publish.
+"""The daemon's MQTT connection over time: connect, announce, subscribe, manual ack,
+publish, reconnect, and the fallback from MQTT 5 to 3.1.1. How its paho client is built
+(login, TLS, session, last will) is `mqtt_client`'s.
 
 Callbacks only turn a message into an `Inbound` and hand it on; nothing heavy runs on
 paho's network thread, and no exception may escape into it (paho would re-raise it and
@@ -9,34 +11,24 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import ssl
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode, MQTTProtocolVersion
-from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.enums import MQTTProtocolVersion
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
-from paho.mqtt.subscribeoptions import SubscribeOptions
 
+from . import mqtt_client
 from .config import BrokerSettings
-from .messages import Envelope
+from .messages.request import Envelope
 
 _LOGGER = logging.getLogger(__name__)
 
-RECONNECT_MIN_S, RECONNECT_MAX_S = 1, 30
-# Enough in-flight QoS 1 messages that a critical request is not stuck at the broker
-# behind a full queue of unacknowledged ones.
-RECEIVE_MAXIMUM = 1000
 # CONNACK codes of a broker that does not speak MQTT 5: 132 (v5), 1 (3.1.1's own answer).
 _UNSUPPORTED_PROTOCOL = (132, 1)
-
-
-_PAHO_LOGGER = logging.getLogger("paho")
 
 
 class _StopNoise(logging.Filter):
@@ -59,41 +51,6 @@ class Inbound:
     generation: int  # which connection delivered it: a mid is only valid on that one
 
 
-def new_client(
-    broker: BrokerSettings,
-    client_id: str,
-    protocol: MQTTProtocolVersion,
-    *,
-    persistent: bool = False,
-    manual_ack: bool = False,
-) -> mqtt.Client:
-    """A paho client for `broker` speaking `protocol`, with the broker's credentials and TLS
-    set: the one place that turns broker settings into a login, used by the daemon's link
-    and by the rollout gate (`edge-ttsd wait-online`), so both log in the same way.
-
-    `persistent`: MQTT 3.1.1's clean session off (MQTT 5 asks for its session at connect)."""
-    v5 = protocol == MQTTProtocolVersion.MQTTv5
-    client = mqtt.Client(
-        CallbackAPIVersion.VERSION2,
-        client_id=client_id,
-        protocol=protocol,
-        clean_session=None if v5 or not persistent else False,
-        manual_ack=manual_ack,
-    )
-    if broker.username:
-        client.username_pw_set(broker.username, broker.password())
-    tls = broker.tls
-    if tls is not None:
-        client.tls_set(
-            ca_certs=str(tls.ca_file) if tls.ca_file else None,
-            certfile=str(tls.cert_file) if tls.cert_file else None,
-            keyfile=str(tls.key_file) if tls.key_file else None,
-            cert_reqs=ssl.CERT_NONE if tls.insecure else ssl.CERT_REQUIRED,
-        )
-        client.tls_insecure_set(tls.insecure)
-    return client
-
-
 class MqttLink:
     def __init__(
         self,
@@ -112,15 +69,11 @@ class MqttLink:
         self._generation = 0
         self._connected = threading.Event()
         self._pending_subscribe: int | None = None
-        self._protocol = (
-            MQTTProtocolVersion.MQTTv311
-            if broker.protocol == "3.1.1"
-            else MQTTProtocolVersion.MQTTv5
-        )
+        self._protocol = mqtt_client.protocol_of(broker)
         self.connects = 0
         self.on_connected: Callable[[], None] | None = None
         self._quiet = _StopNoise()
-        _PAHO_LOGGER.addFilter(self._quiet)
+        mqtt_client.PAHO_LOGGER.addFilter(self._quiet)
         self._client = self._make_client()
 
     # --- lifecycle -----------------------------------------------------------------
@@ -131,7 +84,7 @@ class MqttLink:
             self._broker.port,
             keepalive=self._broker.keepalive,
             clean_start=False,
-            properties=self._connect_properties(),
+            properties=mqtt_client.connect_properties(self._broker, self._protocol),
         )
         self._client.loop_start()
 
@@ -144,7 +97,7 @@ class MqttLink:
         self._quiet.stopping = True
         self._client.disconnect()
         self._client.loop_stop()
-        _PAHO_LOGGER.removeFilter(self._quiet)
+        mqtt_client.PAHO_LOGGER.removeFilter(self._quiet)
         self._connected.clear()
 
     @property
@@ -189,10 +142,7 @@ class MqttLink:
         correlation_data: bytes | None = None,
     ) -> bool:
         """Publish, or log why not; never raises, so no caller's thread can die of it."""
-        properties = None
-        if correlation_data is not None and self._protocol == MQTTProtocolVersion.MQTTv5:
-            properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
-            properties.CorrelationData = correlation_data
+        properties = mqtt_client.publish_properties(self._protocol, correlation_data)
         try:
             # paho queues it while disconnected and sends it after the reconnect.
             info = self._client.publish(
@@ -221,27 +171,14 @@ class MqttLink:
     # --- paho plumbing -------------------------------------------------------------
 
     def _make_client(self) -> mqtt.Client:
-        client = new_client(
-            self._broker, self._client_id, self._protocol, persistent=True, manual_ack=True
+        client = mqtt_client.session_client(
+            self._broker, self._client_id, self._protocol, self._availability
         )
-        client.enable_logger(_PAHO_LOGGER)
-        client.reconnect_delay_set(RECONNECT_MIN_S, RECONNECT_MAX_S)
-        client.will_set(self._availability, "offline", qos=1, retain=True)
-        client.max_inflight_messages_set(100)
-        client.max_queued_messages_set(1000)  # bounded: events while offline
         client.on_connect = self._guard(self._handle_connect)
         client.on_disconnect = self._guard(self._handle_disconnect)
         client.on_message = self._guard(self._handle_message)
         client.on_subscribe = self._guard(self._handle_subscribe)
         return client
-
-    def _connect_properties(self) -> Properties | None:
-        if self._protocol != MQTTProtocolVersion.MQTTv5:
-            return None
-        props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
-        props.SessionExpiryInterval = self._broker.session_expiry
-        props.ReceiveMaximum = RECEIVE_MAXIMUM
-        return props
 
     def _guard(self, handler: Callable[..., None]) -> Callable[..., None]:
         def guarded(*args: Any) -> None:
@@ -280,18 +217,9 @@ class MqttLink:
         )
         client.publish(self._availability, "online", qos=1, retain=True)
         # Connected means "serving": only once the broker has granted every subscription.
-        result, mid = self._subscribe(client)
+        result, mid = mqtt_client.subscribe(client, self._protocol, self._subscriptions)
         with self._lock:
             self._pending_subscribe = mid if result == mqtt.MQTT_ERR_SUCCESS else None
-
-    def _subscribe(self, client: mqtt.Client) -> tuple[MQTTErrorCode, int | None]:
-        if self._protocol != MQTTProtocolVersion.MQTTv5:
-            # 3.1.1 replays retained copies at every subscribe: the Daemon skips them.
-            return client.subscribe([(topic, 1) for topic in self._subscriptions])
-        # The broker's retained copy of a request is never sent at (re)subscribe: a
-        # request plays once, when it is published, not again at every reconnect.
-        options = SubscribeOptions(qos=1, retainHandling=SubscribeOptions.RETAIN_DO_NOT_SEND)
-        return client.subscribe([(topic, options) for topic in self._subscriptions])
 
     def _handle_subscribe(
         self,
@@ -334,17 +262,7 @@ class MqttLink:
     def _handle_message(
         self, _client: mqtt.Client, _userdata: object, msg: mqtt.MQTTMessage
     ) -> None:
-        props = getattr(msg, "properties", None)
-        envelope = Envelope(
-            topic=msg.topic,
-            payload=bytes(msg.payload),
-            received_at=time.monotonic(),
-            expiry_interval=getattr(props, "MessageExpiryInterval", None),
-            response_topic=getattr(props, "ResponseTopic", None),
-            correlation_data=getattr(props, "CorrelationData", None),
-            redelivered=bool(msg.dup),
-            retained=bool(msg.retain),
-        )
+        envelope = mqtt_client.envelope(msg)
         with self._lock:
             generation = self._generation
         self._on_message(Inbound(envelope, msg.mid, msg.qos, generation))

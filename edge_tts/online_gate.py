@@ -6,7 +6,7 @@ broker password), after the Ansible role has (re)started the unit:
     edge-ttsd wait-online --config /etc/edge-tts/edge-tts.yaml \\
         --password-file /etc/edge-tts/credentials/mqtt-password --timeout 180
 
-It logs in the way the daemon does (`mqtt_link.new_client`: host, port, TLS, user and
+It logs in the way the daemon does (`mqtt_client.new_client`: host, port, TLS, user and
 password from the same settings) under a client id of its own, subscribes to
 `<topic_prefix>/<device_id>/availability`, and succeeds as soon as the retained value is
 `online`: the daemon runs and could log in with the credentials just deployed.
@@ -27,8 +27,8 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
 from .config import BrokerSettings, Settings
-from .messages import Topics
-from .mqtt_link import new_client
+from .messages.topics import Topics
+from .mqtt_client import new_client
 
 EXIT_ONLINE = 0
 EXIT_TIMEOUT = 1  # not online in time; an unreachable broker ends here too

@@ -6,14 +6,9 @@ from __future__ import annotations
 import logging
 
 from .jobs import Job
-from .messages import (
-    Topics,
-    event,
-    hermes_error,
-    hermes_finished,
-    payload_id,
-    valid_response_topic,
-)
+from .messages.events import event, hermes_error, hermes_finished
+from .messages.parse import payload_id
+from .messages.topics import Topics, valid_response_topic
 from .mqtt_link import Inbound, MqttLink
 from .telemetry import Telemetry
 

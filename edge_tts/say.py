@@ -15,7 +15,7 @@ from .audio.output import AudioOutput
 from .config import QueueSettings, SynthesisSettings
 from .jobs import Job
 from .lifecycle import Part, Parts, nothing
-from .messages import SayRequest
+from .messages.request import SayRequest
 from .pipeline import Pipeline
 from .synthesis import SpeechOptions
 from .telemetry import Telemetry

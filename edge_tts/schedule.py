@@ -13,7 +13,7 @@ import threading
 
 from .audio.output import AudioOutput
 from .jobs import ChunkTask, Job, PlanTask, Task
-from .messages import SayRequest
+from .messages.request import SayRequest
 
 LOOKAHEAD_CHUNKS = 2  # synthesized but unplayed chunks of the playing request
 NEXT_JOB_CHUNKS = 1  # chunks prepared for the request that plays next

@@ -7,17 +7,10 @@ import time
 
 import pytest
 
-from edge_tts.messages import (
-    BadRequest,
-    Envelope,
-    Priority,
-    Topics,
-    event,
-    hermes_site,
-    parse_hermes,
-    parse_say,
-    valid_response_topic,
-)
+from edge_tts.messages.events import event
+from edge_tts.messages.parse import hermes_site, parse_hermes, parse_say
+from edge_tts.messages.request import BadRequest, Envelope, Priority
+from edge_tts.messages.topics import Topics, valid_response_topic
 
 
 def env(payload: bytes | str, **kw: object) -> Envelope:

@@ -11,8 +11,9 @@ import pytest
 from paho.mqtt.enums import MQTTErrorCode, MQTTProtocolVersion
 
 from edge_tts.config import BrokerSettings, TlsSettings
-from edge_tts.messages import Envelope
-from edge_tts.mqtt_link import Inbound, MqttLink, new_client
+from edge_tts.messages.request import Envelope
+from edge_tts.mqtt_client import new_client
+from edge_tts.mqtt_link import Inbound, MqttLink
 
 
 def link(received: list[Inbound] | None = None, broker: BrokerSettings | None = None) -> MqttLink:

@@ -12,7 +12,8 @@ import pytest
 from edge_tts.config import QueueSettings, SynthesisSettings
 from edge_tts.dedupe import PlayedStore
 from edge_tts.jobs import Job
-from edge_tts.messages import Envelope, SayRequest, parse_say
+from edge_tts.messages.parse import parse_say
+from edge_tts.messages.request import Envelope, SayRequest
 from edge_tts.pipeline import Pipeline
 from edge_tts.synthesis import SpeechOptions
 from edge_tts.telemetry import Telemetry

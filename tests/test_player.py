@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from edge_tts.audio import device, wavdir
+from edge_tts.audio import device, wav
 from edge_tts.audio.alsa import AlsaOutput
 from edge_tts.audio.device import portaudio_device
 from edge_tts.audio.dsp import fade_in_gain, fade_out_gain
@@ -727,7 +727,7 @@ def test_wav_dir_write_failure_degrades_leaves_no_part_file_and_recovers(
     def disk_full(*_: object) -> bool:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(wavdir._WavFile, "write", disk_full)
+    monkeypatch.setattr(wav.WavWriter, "write", disk_full)
     with pytest.raises(AudioUnavailableError, match="No space left on device"):
         out.write(u, tone(440.0, 0.1), NEVER)
     assert list((tmp_path / "out").iterdir()) == []  # the partial file is gone

@@ -6,6 +6,7 @@ output.py      what the pipeline plays into: the AudioOutput contract, open_outp
 alsa.py        the ALSA sink: utterances into the ring, drained by the stream's callback
 ringbuffer.py  the preallocated ring between the writers and that callback
 device.py      the PortAudio stream: kept open, supervised, reopened with back-off
+wav.py         what the WAV sinks share: the one-file writer, the output around it
 wavdir.py      the wav-dir sink: one WAV file per request
 wavfile.py     `edge-ttsd say --out`: one utterance into one named WAV file
 """

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..config import Settings, VoiceSettings
-from ..messages import BadRequest
+from ..messages.request import BadRequest
 from . import files
 from .model import Voice
 

@@ -1,111 +1,20 @@
-"""Requests and events as data: topic names, payload parsing and rendering. No I/O here."""
+"""Payloads into requests: plain UTF-8 text, a JSON string or object, or a Hermes
+`hermes/tts/say`. Every payload we cannot accept raises `BadRequest` with a reason a user
+can act on; a few tolerant readers find what a broken payload still tells (its id, its
+Hermes site)."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import time
-from dataclasses import dataclass, field
-from enum import IntEnum
+from dataclasses import replace
 from typing import Any
 
-
-class Priority(IntEnum):
-    LOW = 0
-    NORMAL = 1
-    HIGH = 2
-    CRITICAL = 3
-
-
-class BadRequest(ValueError):
-    """A payload we cannot accept; the message is the reason published in `rejected`."""
-
+from .request import BadRequest, Envelope, Hermes, Priority, SayRequest, dedupe_key
+from .topics import publish_topic_problem
 
 MAX_JSON_DEPTH = 8
-
-
-@dataclass(frozen=True)
-class Topics:
-    prefix: str
-    device: str
-    hermes_enabled: bool = True
-
-    @property
-    def say(self) -> str:
-        return f"{self.prefix}/{self.device}/say"
-
-    @property
-    def broadcast(self) -> str:
-        return f"{self.prefix}/all/say"
-
-    @property
-    def events(self) -> str:
-        return f"{self.prefix}/{self.device}/events"
-
-    @property
-    def availability(self) -> str:
-        return f"{self.prefix}/{self.device}/availability"
-
-    @property
-    def telemetry(self) -> str:
-        return f"{self.prefix}/{self.device}/telemetry"
-
-    hermes_say = "hermes/tts/say"
-    hermes_finished = "hermes/tts/sayFinished"
-    hermes_error = "hermes/error/tts"
-
-    def subscriptions(self) -> list[str]:
-        topics = [self.say, self.broadcast]
-        return [*topics, self.hermes_say] if self.hermes_enabled else topics
-
-
-@dataclass(frozen=True)
-class Hermes:
-    """Where a Rhasspy/Hermes request came from, to answer it in kind."""
-
-    site_id: str
-    session_id: str | None
-
-
-@dataclass(frozen=True)
-class SayRequest:
-    id: str
-    text: str
-    key: str  # dedupe key: the sender's id, else a digest of topic + payload
-    dedupe: bool = False  # True when `key` identifies this request (sender id or redelivery)
-    priority: Priority = Priority.NORMAL
-    voice: str | None = None
-    speaker: str | None = None
-    speed: float | None = None
-    volume: float | None = None
-    expires_at: float | None = None  # time.time() seconds
-    interrupt: bool = False
-    received_at: float = field(default_factory=time.monotonic)
-    response_topic: str | None = None
-    correlation_data: bytes | None = None
-    hermes: Hermes | None = None
-
-    def expired(self, now: float | None = None) -> bool:
-        return self.expires_at is not None and (now or time.time()) >= self.expires_at
-
-    @property
-    def takes_over(self) -> bool:
-        return self.interrupt or self.priority == Priority.CRITICAL
-
-
-@dataclass(frozen=True)
-class Envelope:
-    """What MQTT told us about a message, besides its payload."""
-
-    topic: str
-    payload: bytes
-    received_at: float
-    expiry_interval: int | None = None
-    response_topic: str | None = None
-    correlation_data: bytes | None = None
-    redelivered: bool = False  # the broker's DUP flag: we may have seen it before a crash
-    retained: bool = False  # replayed by the broker on every (re)subscribe
 
 
 def parse_say(env: Envelope, max_text_chars: int, default_ttl: float | None = None) -> SayRequest:
@@ -114,28 +23,6 @@ def parse_say(env: Envelope, max_text_chars: int, default_ttl: float | None = No
     _check_response_topic(env)
     text = _decode(env.payload)
     return _request(env, _say_fields(text), max_text_chars, default_ttl)
-
-
-MAX_TOPIC_BYTES = 65535  # MQTT's length prefix
-
-
-def publish_topic_problem(topic: str) -> str | None:
-    """Why `topic` cannot be published to, or None when it can (MQTT 3.1.1 4.7, 5.0 4.7)."""
-    if not topic:
-        return "is empty"
-    if "#" in topic or "+" in topic:
-        return "contains a wildcard (# or +)"
-    if "\0" in topic:
-        return "contains a NUL character"
-    if len(topic.encode("utf-8", "surrogatepass")) > MAX_TOPIC_BYTES:
-        return f"is longer than {MAX_TOPIC_BYTES} bytes"
-    return None
-
-
-def valid_response_topic(env: Envelope) -> str | None:
-    """The MQTT 5 response topic when we may publish to it, else None."""
-    topic = env.response_topic
-    return topic if topic is not None and publish_topic_problem(topic) is None else None
 
 
 def _check_response_topic(env: Envelope) -> None:
@@ -170,7 +57,7 @@ def parse_hermes(env: Envelope, max_text_chars: int) -> SayRequest:
         raise BadRequest("siteId and sessionId must be strings")
     hermes_fields: dict[str, Any] = {k: fields[k] for k in ("text", "id", "volume") if k in fields}
     request = _request(env, hermes_fields, max_text_chars, None)
-    return _replace(request, hermes=Hermes(site_id=site, session_id=session))
+    return replace(request, hermes=Hermes(site_id=site, session_id=session))
 
 
 def hermes_site(payload: bytes) -> str | None:
@@ -194,12 +81,6 @@ def payload_id(payload: bytes) -> str | None:
             value.encode("utf-8")
             return value
     return None
-
-
-def _replace(request: SayRequest, **changes: Any) -> SayRequest:
-    from dataclasses import replace
-
-    return replace(request, **changes)
 
 
 def _decode(payload: bytes) -> str:
@@ -282,19 +163,6 @@ def _request(
     )
 
 
-def dedupe_key(sender_id: str | None, text: str, env: Envelope) -> str:
-    """What makes two messages the same request.
-
-    With an id: the id *and* the text, so a sender that reuses one id ("door") for
-    different announcements gets each of them played, while a repeat of the very same
-    request is recognised. Without an id: the topic and the exact payload (only a broker
-    redelivery is deduplicated then, see `dedupe`).
-    """
-    if sender_id is not None:
-        return f"{sender_id}#{hashlib.sha256(text.encode()).hexdigest()[:16]}"  # UTF-8 checked
-    return hashlib.sha256(env.topic.encode() + b"\0" + env.payload).hexdigest()[:32]
-
-
 def _opt(f: dict[str, Any], name: str, kind: type) -> Any:
     value = f.get(name)
     if value is not None and (
@@ -357,28 +225,3 @@ def _expiry(f: dict[str, Any], env: Envelope, default_ttl: float | None) -> floa
     ]
     present = [c for c in candidates if c is not None]
     return min(present) if present else None
-
-
-# --- events -------------------------------------------------------------------------
-
-
-def event(kind: str, request: SayRequest | None, **fields: object) -> bytes:
-    body: dict[str, object] = {"event": kind, "ts": round(time.time(), 3)}
-    if request is not None:
-        body["id"] = request.id
-        body["priority"] = request.priority.name.lower()
-    body.update({k: v for k, v in fields.items() if v is not None})
-    return json.dumps(body, separators=(",", ":")).encode()
-
-
-def hermes_finished(request: SayRequest) -> bytes:
-    assert request.hermes is not None
-    return json.dumps(
-        {"id": request.id, "siteId": request.hermes.site_id, "sessionId": request.hermes.session_id}
-    ).encode()
-
-
-def hermes_error(site_id: str, session_id: str | None, error: str, context: str) -> bytes:
-    return json.dumps(
-        {"error": error, "context": context, "siteId": site_id, "sessionId": session_id}
-    ).encode()

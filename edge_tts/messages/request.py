@@ -1,0 +1,81 @@
+"""What a request is: a `SayRequest`, the MQTT `Envelope` it arrived in, its priority, and
+the key that makes two messages the same request."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+class Priority(IntEnum):
+    LOW = 0
+    NORMAL = 1
+    HIGH = 2
+    CRITICAL = 3
+
+
+class BadRequest(ValueError):
+    """A payload we cannot accept; the message is the reason published in `rejected`."""
+
+
+@dataclass(frozen=True)
+class Hermes:
+    """Where a Rhasspy/Hermes request came from, to answer it in kind."""
+
+    site_id: str
+    session_id: str | None
+
+
+@dataclass(frozen=True)
+class SayRequest:
+    id: str
+    text: str
+    key: str  # dedupe key: the sender's id, else a digest of topic + payload
+    dedupe: bool = False  # True when `key` identifies this request (sender id or redelivery)
+    priority: Priority = Priority.NORMAL
+    voice: str | None = None
+    speaker: str | None = None
+    speed: float | None = None
+    volume: float | None = None
+    expires_at: float | None = None  # time.time() seconds
+    interrupt: bool = False
+    received_at: float = field(default_factory=time.monotonic)
+    response_topic: str | None = None
+    correlation_data: bytes | None = None
+    hermes: Hermes | None = None
+
+    def expired(self, now: float | None = None) -> bool:
+        return self.expires_at is not None and (now or time.time()) >= self.expires_at
+
+    @property
+    def takes_over(self) -> bool:
+        return self.interrupt or self.priority == Priority.CRITICAL
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """What MQTT told us about a message, besides its payload."""
+
+    topic: str
+    payload: bytes
+    received_at: float
+    expiry_interval: int | None = None
+    response_topic: str | None = None
+    correlation_data: bytes | None = None
+    redelivered: bool = False  # the broker's DUP flag: we may have seen it before a crash
+    retained: bool = False  # replayed by the broker on every (re)subscribe
+
+
+def dedupe_key(sender_id: str | None, text: str, env: Envelope) -> str:
+    """What makes two messages the same request.
+
+    With an id: the id *and* the text, so a sender that reuses one id ("door") for
+    different announcements gets each of them played, while a repeat of the very same
+    request is recognised. Without an id: the topic and the exact payload (only a broker
+    redelivery is deduplicated then, see `dedupe`).
+    """
+    if sender_id is not None:
+        return f"{sender_id}#{hashlib.sha256(text.encode()).hexdigest()[:16]}"  # UTF-8 checked
+    return hashlib.sha256(env.topic.encode() + b"\0" + env.payload).hexdigest()[:32]
