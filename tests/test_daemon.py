@@ -252,6 +252,21 @@ def test_malformed_payloads_are_rejected_and_daemon_keeps_serving(
     assert daemon.running()
 
 
+def test_chinese_text_without_a_mandarin_voice_is_rejected_not_spoken(rig: Rig) -> None:
+    """An English voice read it as "Chinese letter, Chinese letter..." and said `finished`."""
+    daemon = rig.start()
+    mark = rig.card.mark()
+    rig.say({"text": "前方路口请左转。", "id": "zh-1"})
+    rejected = rig.rec.wait_event(EVENTS, "rejected", "zh-1")
+    assert rejected["reason"].startswith("no voice for Mandarin (zh) text")
+    kinds = [e["event"] for e in rig.rec.events(EVENTS) if e.get("id") == "zh-1"]
+    assert "started" not in kinds and "finished" not in kinds and kinds.count("rejected") == 1
+    assert "Rejected zh-1: no voice for Mandarin (zh) text" in daemon.log()
+    assert rig.card.first_sound_time(mark) is None  # refused before any synthesis
+    rig.say({"text": "Still here.", "id": "after-zh"})
+    rig.rec.wait_event(EVENTS, "finished", "after-zh")
+
+
 def test_hermes_round_trip_and_other_sites_ignored(rig: Rig) -> None:
     rig.start()
     other = {"text": "Not for us.", "siteId": "garage", "id": "h0", "sessionId": "s0"}

@@ -1,13 +1,15 @@
 """prepare(): normalize, split into sentences and chunks, keep the first chunk short."""
 
 import random
+import re
 import unicodedata
 
 import pytest
 
-from edge_tts.text import EmptyTextError
+from edge_tts.text import EmptyTextError, UnsupportedScriptError
 from edge_tts.text import prepare as _prepare
 from edge_tts.text.languages import expander_for, primary_language
+from edge_tts.text.scripts import readable_scripts, script_of
 
 
 def prepare(
@@ -243,10 +245,15 @@ def _check_chunks(chunks: list[str], max_chunk_chars: int, first_chunk_chars: in
 
 
 @pytest.mark.parametrize("text", _messy_texts())
-def test_messy_input_gives_clean_chunks_or_empty_text_error(text: str) -> None:
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_messy_input_gives_clean_chunks_or_a_clear_error(text: str, language: str) -> None:
     try:
-        chunks = prepare(text, max_chunk_chars=80, first_chunk_chars=30)
+        chunks = prepare(text, language, max_chunk_chars=80, first_chunk_chars=30)
     except EmptyTextError:
+        return
+    except UnsupportedScriptError:
+        readable = readable_scripts(language)
+        assert any(script_of(ch) not in (None, *readable) for ch in text)
         return
     _check_chunks(chunks, 80, 30)
 
@@ -277,12 +284,49 @@ def test_large_pathological_input(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text",
-    ["12:" * 666 + "00", "1-" * 999 + "1", "你好世界。" * 172, "謝" * 860, "x" * 3000],
+    ("text", "language"),
+    [
+        ("12:" * 666 + "00", "en"),
+        ("1-" * 999 + "1", "en"),
+        ("你好世界。" * 172, "zh"),  # Han for a voice that reads it (an English one refuses)
+        ("謝" * 860, "zh"),
+        ("x" * 3000, "en"),
+    ],
 )
-def test_no_chunk_exceeds_the_limit_whatever_the_script(text: str) -> None:
+def test_no_chunk_exceeds_the_limit_whatever_the_script(text: str, language: str) -> None:
     # These came back as single chunks of 860-4,666 characters, and one synthesis of
     # such a chunk took the daemon to several GB.
-    chunks = prepare(text, max_chunk_chars=200, first_chunk_chars=40)
+    chunks = prepare(text, language, max_chunk_chars=200, first_chunk_chars=40)
     assert len(chunks[0]) <= 40
     assert all(0 < len(chunk) <= 200 for chunk in chunks)
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("前方路口请左转。", "Mandarin (zh)"),
+        ("GPS信号丢失", "Mandarin (zh)"),
+        ("こんにちは、東京駅です。", "Japanese (ja)"),  # kanji with kana: Japanese
+        ("안녕하세요", "Korean (ko)"),
+        ("Привет", "Russian (ru)"),
+        ("Ｔｕｒｎ left, 左转", "Mandarin (zh)"),
+    ],
+)
+def test_text_an_english_voice_cannot_read_is_refused_naming_its_language(
+    text: str, named: str
+) -> None:
+    with pytest.raises(UnsupportedScriptError, match=rf"^no voice for {re.escape(named)} text"):
+        prepare(text, "en-us")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["The café serves crème brûlée.", "π is about 3.14.", "Ｈｅｌｌｏ ｗｏｒｌｄ", "Stop 🔔 now."],
+)
+def test_latin_with_accents_greek_letters_full_width_and_emoji_are_read(text: str) -> None:
+    assert prepare(text, "en-us")
+
+
+def test_a_voice_reads_its_own_script() -> None:
+    assert prepare("前方路口请左转。", "zh")
+    assert prepare("Привет", "ru")

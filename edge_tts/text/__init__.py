@@ -8,6 +8,14 @@ The first chunk is kept short so its audio can start playing while the rest is s
 """
 
 from edge_tts.text.frontend import EmptyTextError, normalize, prepare
+from edge_tts.text.scripts import UnsupportedScriptError
 from edge_tts.text.split import split_long, split_sentences
 
-__all__ = ["EmptyTextError", "normalize", "prepare", "split_long", "split_sentences"]
+__all__ = [
+    "EmptyTextError",
+    "UnsupportedScriptError",
+    "normalize",
+    "prepare",
+    "split_long",
+    "split_sentences",
+]

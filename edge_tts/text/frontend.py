@@ -5,6 +5,7 @@ from typing import Final
 
 from edge_tts.text.clean import clean, is_speakable, tidy
 from edge_tts.text.languages import expander_for
+from edge_tts.text.scripts import check_scripts
 from edge_tts.text.split import split_long, split_sentences
 
 
@@ -67,11 +68,13 @@ def prepare(
     """Normalize text and split it into chunks ready for synthesis, first chunk short.
 
     The limits have no defaults here: the daemon's are `synthesis.max_chunk_chars` and
-    `synthesis.first_chunk_chars` (config). Raises EmptyTextError when nothing speakable
-    is left, ValueError for bad limits.
+    `synthesis.first_chunk_chars` (config). Raises UnsupportedScriptError for letters the
+    language's voice cannot read, EmptyTextError when nothing speakable is left,
+    ValueError for bad limits.
     """
     _check_limits(max_chunk_chars, first_chunk_chars)
     normalized = normalize(text, language)
+    check_scripts(normalized, language)
     if not is_speakable(normalized):
         excerpt = text[:_EXCERPT_CHARS]
         raise EmptyTextError(
