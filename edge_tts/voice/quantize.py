@@ -1,25 +1,5 @@
-"""INT8 quantization of Piper (VITS) voices for onnxruntime on CPU.
-
-A *scheme* names one recipe: which operator types and which parts of the VITS graph
-are quantized, and how.  The parts are told apart by node-name prefix:
-
-* ``/enc_p/`` text encoder (transformer; 25 MB of Conv weights, ~14 % of the time)
-* ``/dp/``    stochastic duration predictor (2 MB; decides the timing)
-* ``/flow/``  normalizing flow (28 MB of Conv weights, ~17 % of the time)
-* ``/dec/``   HiFi-GAN waveform generator (7 MB, ~57 % of the time, and by far the
-  most sensitive to activation quantization, worst in its last, 32-channel stage)
-
-Methods:
-
-* ``dynamic`` - onnxruntime ``quantize_dynamic`` (ConvInteger / MatMulInteger,
-  activations quantized per inference).
-* ``static`` - onnxruntime ``quantize_static`` in QDQ format, calibrated on phoneme id
-  sequences; onnxruntime fuses DQ -> Conv -> Q into QLinearConv when it loads the model.
-* ``weight-only`` - Conv/ConvTranspose weights stored as per-output-channel symmetric
-  int8 behind a ``DequantizeLinear``; activations stay FP32, so only weight rounding
-  error is added.  onnxruntime keeps the ``DequantizeLinear`` nodes (it does not
-  constant-fold them unless ``session.disable_quant_qdq`` is set), so the weights are
-  dequantized on every run: a smaller file, but ~5 % slower than FP32.
+"""INT8 quantization of Piper (VITS) voices for onnxruntime on CPU: build one scheme's
+model (edge_tts.voice.schemes), check it and write it with its manifest.
 
 Static schemes first run ``quant_pre_process`` (ONNX shape inference and onnxruntime's
 portable basic graph optimizations, no symbolic shape inference); the result loads
@@ -43,17 +23,15 @@ import json
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
 from onnxruntime.quantization import (
-    CalibrationDataReader,
     CalibrationMethod,
     QuantFormat,
     QuantType,
@@ -62,23 +40,17 @@ from onnxruntime.quantization import (
     quantize_static,
 )
 
-Method = Literal["dynamic", "static", "weight-only"]
-
-ENCODER, DURATION, FLOW, DECODER = "/enc_p/", "/dp/", "/flow/", "/dec/"
-# HiFi-GAN stage 0: the part of the decoder that runs at 8x the frame rate or less.
-DECODER_STAGE0 = (
-    "/dec/conv_pre/",
-    "/dec/ups.0/",
-    "/dec/resblocks.0/",
-    "/dec/resblocks.1/",
-    "/dec/resblocks.2/",
+from .calibration import (
+    CALIBRATION_SEED,
+    DETERMINISTIC_SCALES,
+    PhonemeReader,
+    inference_scales,
+    set_random_seed,
 )
-# Stage 1 (64x rate) without its upsampling ConvTranspose (no int8 kernel on CPU).
-DECODER_STAGE1_RESBLOCKS = ("/dec/resblocks.3/", "/dec/resblocks.4/", "/dec/resblocks.5/")
-CONV_OPS = ("Conv", "ConvTranspose")
-DETERMINISTIC_SCALES = (0.0, 1.0, 0.0)
-DEFAULT_INFERENCE_SCALES = (0.667, 1.0, 0.8)
-CALIBRATION_SEED = 1234.0
+from .schemes import DEFAULT_SCHEME, SCHEMES, Scheme
+
+__all__ = ["DEFAULT_SCHEME", "SCHEMES", "Scheme", "manifest_path", "quantize", "recipe_fingerprint"]
+
 CREATED_BY = "edge-tts-daemon"
 
 _QUANT_TYPES = {"int8": QuantType.QInt8, "uint8": QuantType.QUInt8}
@@ -89,153 +61,8 @@ _CALIBRATION = {
 }
 
 
-@dataclass(frozen=True)
-class Scheme:
-    """One quantization recipe.  Empty ``include`` means every node of ``op_types``."""
-
-    name: str
-    summary: str
-    method: Method
-    op_types: tuple[str, ...]
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    per_channel: bool = True
-    reduce_range: bool = False
-    weight_type: str = "int8"
-    activation_type: str = "uint8"
-    calibration: str = "minmax"
-    preprocess: bool = False  # onnxruntime quant_pre_process (ONNX shape inference + basic opt.)
-
-    def selects(self, node: onnx.NodeProto) -> bool:
-        name = node.name
-        included = not self.include or name.startswith(self.include)
-        return node.op_type in self.op_types and included and not name.startswith(self.exclude)
-
-
-_SCHEME_LIST = (
-    Scheme(
-        "naive-dynamic",
-        "quantize_dynamic on every supported op, uint8 weights (baseline; poor decoder)",
-        "dynamic",
-        ("Conv", "MatMul", "Gather"),
-        per_channel=False,
-        weight_type="uint8",
-    ),
-    Scheme(
-        "dynamic-no-dec",
-        "quantize_dynamic, uint8 weights, HiFi-GAN decoder kept FP32",
-        "dynamic",
-        ("Conv", "MatMul", "Gather"),
-        exclude=(DECODER,),
-        per_channel=False,
-        weight_type="uint8",
-    ),
-    Scheme(
-        "static-all",
-        "static QDQ (u8 activations, s8 per-channel weights) on every Conv: fastest, poor",
-        "static",
-        CONV_OPS,
-        preprocess=True,
-    ),
-    Scheme(
-        "static-enc-flow",
-        "static QDQ Conv in text encoder + flow; duration predictor and decoder FP32",
-        "static",
-        ("Conv",),
-        include=(ENCODER, FLOW),
-        preprocess=True,
-    ),
-    Scheme(
-        "static-enc-flow-dec0",
-        "static QDQ Conv in text encoder, flow and decoder stage 0 (MinMax calibration)",
-        "static",
-        ("Conv",),
-        include=(ENCODER, FLOW, *DECODER_STAGE0),
-        preprocess=True,
-    ),
-    Scheme(
-        # The default: as intelligible as FP32 by ASR, ~1.45x its speed; its activation
-        # noise in pauses (-76 dBFS) is taken below the LSB by edge_tts.audio.pause_gate.
-        "static-fast",
-        "static-enc-flow-dec0 plus decoder stage-1 resblocks, Percentile 99.99 calibration",
-        "static",
-        ("Conv",),
-        include=(ENCODER, FLOW, *DECODER_STAGE0, *DECODER_STAGE1_RESBLOCKS),
-        calibration="percentile",
-        preprocess=True,
-    ),
-    Scheme(
-        "weight-only",
-        "int8 Conv weights (per channel) in encoder, duration predictor and flow; FP32 math",
-        "weight-only",
-        CONV_OPS,
-        include=(ENCODER, DURATION, FLOW),
-    ),
-)
-SCHEMES: dict[str, Scheme] = {scheme.name: scheme for scheme in _SCHEME_LIST}
-DEFAULT_SCHEME: str = "static-fast"
-
-
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _inference_scales(src: Path) -> tuple[float, float, float]:
-    config = src.with_name(src.name + ".json")
-    if not config.is_file():
-        return DEFAULT_INFERENCE_SCALES
-    inference = json.loads(config.read_text(encoding="utf-8")).get("inference", {})
-    return (
-        float(inference.get("noise_scale", DEFAULT_INFERENCE_SCALES[0])),
-        float(inference.get("length_scale", DEFAULT_INFERENCE_SCALES[1])),
-        float(inference.get("noise_w", DEFAULT_INFERENCE_SCALES[2])),
-    )
-
-
-class PhonemeReader(CalibrationDataReader):  # type: ignore[misc]
-    """Feeds ``input``, ``input_lengths`` and ``scales`` for each id sequence and scale set.
-
-    Supports ``__len__``/``set_range`` so the calibrator can be run one sample at a time
-    (histogram calibrators cannot stack sequences of different lengths).
-    """
-
-    def __init__(
-        self, id_sequences: Sequence[Sequence[int]], scale_sets: Sequence[Sequence[float]]
-    ) -> None:
-        self._feeds: list[dict[str, np.ndarray]] = [
-            {
-                "input": np.asarray([ids], dtype=np.int64),
-                "input_lengths": np.asarray([len(ids)], dtype=np.int64),
-                "scales": np.asarray(scales, dtype=np.float32),
-            }
-            for ids in id_sequences
-            for scales in scale_sets
-        ]
-        self._iter: Iterator[dict[str, np.ndarray]] = iter(self._feeds)
-
-    def get_next(self) -> dict[str, np.ndarray] | None:
-        return next(self._iter, None)
-
-    def rewind(self) -> None:
-        self._iter = iter(self._feeds)
-
-    def set_range(self, start_index: int, end_index: int) -> None:
-        self._iter = iter(self._feeds[start_index:end_index])
-
-    def __len__(self) -> int:
-        return len(self._feeds)
-
-
-def _set_random_seed(model: onnx.ModelProto, seed: float | None) -> None:
-    """Give every RandomNormal(Like) a fixed seed (or remove it again with ``None``)."""
-    for node in model.graph.node:
-        if node.op_type not in ("RandomNormalLike", "RandomNormal"):
-            continue
-        kept = [attr for attr in node.attribute if attr.name != "seed"]
-        del node.attribute[:]
-        node.attribute.extend(kept)
-        if seed is not None:
-            node.attribute.append(onnx.helper.make_attribute("seed", seed))
 
 
 def _run_dynamic(scheme: Scheme, src: Path, out: Path, nodes: list[str]) -> None:
@@ -358,7 +185,7 @@ def _build_static(
 ) -> Path:
     if not len(reader):
         raise ValueError(f"scheme {scheme.name!r} needs calibration id sequences")
-    _set_random_seed(model, CALIBRATION_SEED)
+    set_random_seed(model, CALIBRATION_SEED)
     seeded, out = work / "seeded.onnx", work / "quantized.onnx"
     onnx.save_model(model, seeded)
     _run_static(scheme, seeded, out, nodes, reader)
@@ -366,7 +193,7 @@ def _build_static(
 
 
 def _build(scheme: Scheme, src: Path, work: Path, calibration_ids: Sequence[Sequence[int]]) -> Path:
-    scales = [_inference_scales(src), DETERMINISTIC_SCALES]
+    scales = [inference_scales(src), DETERMINISTIC_SCALES]
     prepared = _prepare(src, work) if scheme.preprocess else src
     model = onnx.load(prepared)
     nodes = [node.name for node in model.graph.node if scheme.selects(node)]
@@ -384,7 +211,7 @@ def _build(scheme: Scheme, src: Path, work: Path, calibration_ids: Sequence[Sequ
 def _finalize(path: Path, dst: Path) -> onnx.ModelProto:
     """Load, drop the calibration seed, check for external data and write ``dst``."""
     model = onnx.load(path, load_external_data=False)
-    _set_random_seed(model, None)
+    set_random_seed(model, None)
     for tensor in model.graph.initializer:
         if tensor.data_location == onnx.TensorProto.EXTERNAL:
             raise RuntimeError(f"quantized model refers to external data ({tensor.name})")

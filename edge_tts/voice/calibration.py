@@ -1,0 +1,75 @@
+"""Calibration for static INT8 schemes: phoneme id sequences fed with the voice's
+inference noise scales and deterministically, from a seeded model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnxruntime.quantization import CalibrationDataReader
+
+DETERMINISTIC_SCALES = (0.0, 1.0, 0.0)
+DEFAULT_INFERENCE_SCALES = (0.667, 1.0, 0.8)
+CALIBRATION_SEED = 1234.0
+
+
+def inference_scales(src: Path) -> tuple[float, float, float]:
+    config = src.with_name(src.name + ".json")
+    if not config.is_file():
+        return DEFAULT_INFERENCE_SCALES
+    inference = json.loads(config.read_text(encoding="utf-8")).get("inference", {})
+    return (
+        float(inference.get("noise_scale", DEFAULT_INFERENCE_SCALES[0])),
+        float(inference.get("length_scale", DEFAULT_INFERENCE_SCALES[1])),
+        float(inference.get("noise_w", DEFAULT_INFERENCE_SCALES[2])),
+    )
+
+
+class PhonemeReader(CalibrationDataReader):  # type: ignore[misc]
+    """Feeds ``input``, ``input_lengths`` and ``scales`` for each id sequence and scale set.
+
+    Supports ``__len__``/``set_range`` so the calibrator can be run one sample at a time
+    (histogram calibrators cannot stack sequences of different lengths).
+    """
+
+    def __init__(
+        self, id_sequences: Sequence[Sequence[int]], scale_sets: Sequence[Sequence[float]]
+    ) -> None:
+        self._feeds: list[dict[str, np.ndarray]] = [
+            {
+                "input": np.asarray([ids], dtype=np.int64),
+                "input_lengths": np.asarray([len(ids)], dtype=np.int64),
+                "scales": np.asarray(scales, dtype=np.float32),
+            }
+            for ids in id_sequences
+            for scales in scale_sets
+        ]
+        self._iter: Iterator[dict[str, np.ndarray]] = iter(self._feeds)
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self._iter, None)
+
+    def rewind(self) -> None:
+        self._iter = iter(self._feeds)
+
+    def set_range(self, start_index: int, end_index: int) -> None:
+        self._iter = iter(self._feeds[start_index:end_index])
+
+    def __len__(self) -> int:
+        return len(self._feeds)
+
+
+def set_random_seed(model: onnx.ModelProto, seed: float | None) -> None:
+    """Give every RandomNormal(Like) a fixed seed (or remove it again with ``None``)."""
+    for node in model.graph.node:
+        if node.op_type not in ("RandomNormalLike", "RandomNormal"):
+            continue
+        kept = [attr for attr in node.attribute if attr.name != "seed"]
+        del node.attribute[:]
+        node.attribute.extend(kept)
+        if seed is not None:
+            node.attribute.append(onnx.helper.make_attribute("seed", seed))

@@ -1,0 +1,132 @@
+"""INT8 quantization recipes for Piper (VITS) voices: the registered schemes.
+
+A *scheme* names one recipe: which operator types and which parts of the VITS graph
+are quantized, and how.  The parts are told apart by node-name prefix:
+
+* ``/enc_p/`` text encoder (transformer; 25 MB of Conv weights, ~14 % of the time)
+* ``/dp/``    stochastic duration predictor (2 MB; decides the timing)
+* ``/flow/``  normalizing flow (28 MB of Conv weights, ~17 % of the time)
+* ``/dec/``   HiFi-GAN waveform generator (7 MB, ~57 % of the time, and by far the
+  most sensitive to activation quantization, worst in its last, 32-channel stage)
+
+Methods:
+
+* ``dynamic`` - onnxruntime ``quantize_dynamic`` (ConvInteger / MatMulInteger,
+  activations quantized per inference).
+* ``static`` - onnxruntime ``quantize_static`` in QDQ format, calibrated on phoneme id
+  sequences; onnxruntime fuses DQ -> Conv -> Q into QLinearConv when it loads the model.
+* ``weight-only`` - Conv/ConvTranspose weights stored as per-output-channel symmetric
+  int8 behind a ``DequantizeLinear``; activations stay FP32, so only weight rounding
+  error is added.  onnxruntime keeps the ``DequantizeLinear`` nodes (it does not
+  constant-fold them unless ``session.disable_quant_qdq`` is set), so the weights are
+  dequantized on every run: a smaller file, but ~5 % slower than FP32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import onnx
+
+Method = Literal["dynamic", "static", "weight-only"]
+
+ENCODER, DURATION, FLOW, DECODER = "/enc_p/", "/dp/", "/flow/", "/dec/"
+# HiFi-GAN stage 0: the part of the decoder that runs at 8x the frame rate or less.
+DECODER_STAGE0 = (
+    "/dec/conv_pre/",
+    "/dec/ups.0/",
+    "/dec/resblocks.0/",
+    "/dec/resblocks.1/",
+    "/dec/resblocks.2/",
+)
+# Stage 1 (64x rate) without its upsampling ConvTranspose (no int8 kernel on CPU).
+DECODER_STAGE1_RESBLOCKS = ("/dec/resblocks.3/", "/dec/resblocks.4/", "/dec/resblocks.5/")
+CONV_OPS = ("Conv", "ConvTranspose")
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """One quantization recipe.  Empty ``include`` means every node of ``op_types``."""
+
+    name: str
+    summary: str
+    method: Method
+    op_types: tuple[str, ...]
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    per_channel: bool = True
+    reduce_range: bool = False
+    weight_type: str = "int8"
+    activation_type: str = "uint8"
+    calibration: str = "minmax"
+    preprocess: bool = False  # onnxruntime quant_pre_process (ONNX shape inference + basic opt.)
+
+    def selects(self, node: onnx.NodeProto) -> bool:
+        name = node.name
+        included = not self.include or name.startswith(self.include)
+        return node.op_type in self.op_types and included and not name.startswith(self.exclude)
+
+
+_SCHEME_LIST = (
+    Scheme(
+        "naive-dynamic",
+        "quantize_dynamic on every supported op, uint8 weights (baseline; poor decoder)",
+        "dynamic",
+        ("Conv", "MatMul", "Gather"),
+        per_channel=False,
+        weight_type="uint8",
+    ),
+    Scheme(
+        "dynamic-no-dec",
+        "quantize_dynamic, uint8 weights, HiFi-GAN decoder kept FP32",
+        "dynamic",
+        ("Conv", "MatMul", "Gather"),
+        exclude=(DECODER,),
+        per_channel=False,
+        weight_type="uint8",
+    ),
+    Scheme(
+        "static-all",
+        "static QDQ (u8 activations, s8 per-channel weights) on every Conv: fastest, poor",
+        "static",
+        CONV_OPS,
+        preprocess=True,
+    ),
+    Scheme(
+        "static-enc-flow",
+        "static QDQ Conv in text encoder + flow; duration predictor and decoder FP32",
+        "static",
+        ("Conv",),
+        include=(ENCODER, FLOW),
+        preprocess=True,
+    ),
+    Scheme(
+        "static-enc-flow-dec0",
+        "static QDQ Conv in text encoder, flow and decoder stage 0 (MinMax calibration)",
+        "static",
+        ("Conv",),
+        include=(ENCODER, FLOW, *DECODER_STAGE0),
+        preprocess=True,
+    ),
+    Scheme(
+        # The default: as intelligible as FP32 by ASR, ~1.45x its speed; its activation
+        # noise in pauses (-76 dBFS) is taken below the LSB by edge_tts.audio.pause_gate.
+        "static-fast",
+        "static-enc-flow-dec0 plus decoder stage-1 resblocks, Percentile 99.99 calibration",
+        "static",
+        ("Conv",),
+        include=(ENCODER, FLOW, *DECODER_STAGE0, *DECODER_STAGE1_RESBLOCKS),
+        calibration="percentile",
+        preprocess=True,
+    ),
+    Scheme(
+        "weight-only",
+        "int8 Conv weights (per channel) in encoder, duration predictor and flow; FP32 math",
+        "weight-only",
+        CONV_OPS,
+        include=(ENCODER, DURATION, FLOW),
+    ),
+)
+SCHEMES: dict[str, Scheme] = {scheme.name: scheme for scheme in _SCHEME_LIST}
+DEFAULT_SCHEME: str = "static-fast"
