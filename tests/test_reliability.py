@@ -65,14 +65,14 @@ class Daemons:
     def kinds(self, request_id: str) -> list[str]:
         return [e["event"] for e in self.events(request_id)]
 
-    def final(self, request_id: str, count: int = 1) -> list[dict[str, Any]]:
+    def final(self, request_id: str, count: int = 1, timeout: float = 120) -> list[dict[str, Any]]:
         """Wait for `count` final events of `request_id`; return them all."""
 
         def finals() -> list[dict[str, Any]]:
             return [e for e in self.events(request_id) if e["event"] in FINAL]
 
         self.rec.wait_for(
-            lambda: len(finals()) >= count, 120, f"{count} final event(s) of {request_id}"
+            lambda: len(finals()) >= count, timeout, f"{count} final event(s) of {request_id}"
         )
         return finals()
 
@@ -142,7 +142,8 @@ def test_peak_memory_is_bounded_by_configuration_not_by_the_input(rig: Daemons) 
     at_ready = vm_hwm_mb(daemon.proc.pid)  # the warm-up ran the longest allowed input
     for n, text in enumerate(UNBOUNDED_BEFORE):
         rig.say({"id": f"big-{n}", "text": text})
-        (done,) = rig.final(f"big-{n}")
+        # Minutes of audio each: at a load average of 14 one took over 120 s to synthesize.
+        (done,) = rig.final(f"big-{n}", timeout=900)
         assert done["event"] == "finished" and done["chunks"] > 1
     growth = vm_hwm_mb(daemon.proc.pid) - at_ready
     # Unbounded, the first of these alone added over 1,500 MB.
