@@ -9,7 +9,8 @@ The rig is bench/soak.py's (bench/daemon_rig.py): a real Mosquitto, the daemon a
 `python -m edge_tts run` with the default voice on the wav-dir sink (WAVs deleted every
 100 payloads), `--set KEY=VALUE` passed to `edge-ttsd run --set`. The parts are in
 bench/fuzzing/: the payloads (case.py, texts.py, junk.py, mix.py), the MQTT 5 client
-(client.py), the run (run.py) and the report (report.py).
+(client.py), the answers matched to their payloads (answers.py), the schedule (run.py)
+and the report (report.py).
 
 Payload classes (weights in CLASSES): valid requests (all optional fields, valid values),
 plain text and JSON strings, texts that expire (ttl 0, expires_at in the past), emoji /
@@ -54,8 +55,10 @@ as a doubled final event.
 
 Checked and reported: final events per class and per kind; payloads with no final event,
 with more than one, or with a kind the class does not allow (e.g. an invalid payload
-that played) -- each with its index, class, a description, the payload (base64 in the
-JSON) and the command that replays it; correlation data echoed; the fuzz client's
+that played; the same id and text again must be a `duplicate` while the first is in
+flight or among the daemon's last 1,000 plays, and plays again after them) -- each
+with its index, class, a description, the payload (base64 in the JSON) and the command
+that replays it; correlation data echoed; the fuzz client's
 disconnections by the broker; the daemon's PID unchanged, its exit code on SIGTERM,
 WATCHDOG=1 pings still coming at the end (its health tick stops them when a thread
 died), its log's errors and tracebacks, its RSS (sampled every 100 payloads: first, max,

@@ -20,6 +20,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "play": frozenset({"finished", "interrupted"}),
     "expire": frozenset({"expired"}),
     "duplicate": frozenset({"duplicate"}),
+    "replay": frozenset({"finished", "interrupted", "duplicate"}),  # see answers.PLAYED_HISTORY
     "any": frozenset(FINAL),
 }
 

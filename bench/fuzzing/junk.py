@@ -56,6 +56,17 @@ MUTATIONS: list[tuple[str, Callable[[str], str], str]] = [
 ]
 
 
+def carried_id(payload: str) -> str | None:
+    """The id a mutated payload still carries when it parses: deleting a digit turns
+    "fz1-4201" into "fz1-421", another payload's id, whose events it would seem to double."""
+    try:
+        fields = json.loads(payload)
+    except ValueError:
+        return None
+    value = fields.get("id") if isinstance(fields, dict) else None
+    return value if isinstance(value, str) else None
+
+
 def g_malformed(rng: random.Random, rid: str) -> Case:
     # A lean base mostly: a payload that no longer starts with '{' is spoken whole.
     good = json.dumps(short_fields(rng, rid))
@@ -67,12 +78,14 @@ def g_malformed(rng: random.Random, rid: str) -> Case:
     if roll < 0.6:
         pos = rng.randint(0, len(good) - 1)
         mutated = good[:pos] + good[pos + 1 :]
-        return Case(0, "malformed_json", f"char {pos} deleted", mutated.encode(), "any")
+        note = f"char {pos} deleted"
+        return Case(0, "malformed_json", note, mutated.encode(), sender_id=carried_id(mutated))
     if roll < 0.7:
         pos = rng.randint(0, len(good))
         char = rng.choice('{}[]":,\\')
         mutated = good[:pos] + char + good[pos:]
-        return Case(0, "malformed_json", f"{char!r} inserted at {pos}", mutated.encode(), "any")
+        note = f"{char!r} inserted at {pos}"
+        return Case(0, "malformed_json", note, mutated.encode(), sender_id=carried_id(mutated))
     name, mutate, expect = rng.choice(MUTATIONS)
     sid = rid if expect == "play" else None
     return Case(0, "malformed_json", name, mutate(good).encode(), expect, sender_id=sid)

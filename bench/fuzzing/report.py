@@ -55,7 +55,8 @@ def results(fuzz: Fuzz) -> dict[str, Any]:
     # Cross-check: a payload answered on its response topic with an id it carried has
     # the same final event on the events topic.
     copies_missing = [
-        c.index for c in cases
+        {"index": c.index, "events_copies": c.events_copies, "finals": c.finals}
+        for c in cases
         if c.kind and c.usable_topic and c.sender_id and len(fuzz.by_id[c.sender_id]) == 1
         and c.events_copies != len(c.finals) and c.kind != "duplicate"
     ]  # fmt: skip

@@ -16,14 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from daemon_rig import FINAL, Rig, log
+from daemon_rig import Rig, log
 
+from .answers import Ledger
 from .case import Case
-from .client import Client, Inbound
+from .client import Client
 from .mix import make_case
 
 HEAVY_TIMEOUT_S = 600.0
@@ -34,112 +35,21 @@ AHEAD_WHILE_HEAVY = 8  # x --window: how far the reject lane may run while a hea
 STARVING_S = 15.0
 
 
-class Fuzz:
+class Fuzz(Ledger):
+    """Sends the payloads (the schedule above) and keeps the Ledger of their answers."""
+
     def __init__(self, args: argparse.Namespace, rig: Rig, client: Client, run_id: str) -> None:
+        super().__init__(rig, client, run_id)
         self.args = args
-        self.rig = rig
-        self.client = client
-        self.run_prefix = f"fuzz/{run_id}/r"
-        self.say = rig.topic("say")
-        self.events_topic = rig.topic("events")
-        self.telemetry_topic = rig.topic("telemetry")
-        self.cases: list[Case] = []
-        self.by_index: dict[int, Case] = {}
-        self.by_id: dict[str, list[Case]] = {}
-        self.outstanding: dict[int, Case] = {}
-        self.lanes: Counter[str] = Counter()  # in flight per lane
-        self.alone: Case | None = None
-        self.idless_events = 0  # id-less final events on the events topic, not matched alone
-        self.other_id_events = 0  # final events with an id no payload carried (daemon's ids)
-        self.late: list[tuple[int, str]] = []
-        self.stray_rt: list[str] = []
-        self.nonfinal: Counter[str] = Counter()
-        self.telemetry: dict[str, Any] | None = None
-        self.telemetry_at = 0.0
         self.samples: list[tuple[int, float]] = []
         self.crash: dict[str, Any] | None = None
-        self._seen = 0
         self._counted = 0  # payloads sent that _every has seen
         self.started = time.monotonic()
         self.elapsed = 0.0
         self.heavy_s = 0.0  # wall time with a heavy payload in flight
         self.alone_s = 0.0  # wall time spent draining for and sending the alone batches
         self.cpu_s: dict[str, float] = {}  # CPU seconds used during the payloads
-        self.last_answer = time.monotonic()
         self.stall: dict[str, Any] | None = None
-
-    # --- answers -------------------------------------------------------------------------
-
-    def process(self) -> None:
-        messages = self.client.messages
-        while self._seen < len(messages):
-            m = messages[self._seen]
-            self._seen += 1
-            if m.topic == self.telemetry_topic:
-                self.telemetry, self.telemetry_at = json.loads(m.payload), m.at
-            elif m.topic == self.events_topic:
-                self._on_event(m)
-            elif m.topic.startswith(self.run_prefix + "/"):
-                self._on_response(m)
-
-    def _on_event(self, m: Inbound) -> None:
-        event = json.loads(m.payload)
-        kind, rid = str(event.get("event")), event.get("id")
-        if kind not in FINAL:
-            self.nonfinal[kind] += 1
-            return
-        owners = self.by_id.get(rid, []) if isinstance(rid, str) else []
-        for case in owners:
-            case.events_copies += 1
-        alone = self.alone
-        if alone is not None and (
-            rid is None or rid == alone.sender_id or (not owners and alone.sender_id is None)
-        ):
-            self._final(alone, kind, event, m, via_events=True)
-        elif rid is None:
-            self.idless_events += 1
-        elif not owners:
-            self.other_id_events += 1
-
-    def _on_response(self, m: Inbound) -> None:
-        try:
-            index = int(m.topic[len(self.run_prefix) + 1 :].split("/", 1)[0])
-        except ValueError:
-            self.stray_rt.append(m.topic[:100])
-            return
-        case = self.by_index.get(index)
-        if case is None:
-            self.stray_rt.append(m.topic[:100])
-            return
-        event = json.loads(m.payload)
-        ok = m.correlation == case.correlation or (not m.correlation and not case.correlation)
-        case.correlation_ok = ok if case.correlation_ok is None else case.correlation_ok and ok
-        self._final(case, str(event.get("event")), event, m, via_events=False)
-
-    def _final(
-        self, case: Case, kind: str, event: dict[str, Any], m: Inbound, via_events: bool
-    ) -> None:
-        case.finals.append(kind)
-        if len(case.finals) > 1:
-            return
-        if case.timed_out:
-            self.late.append((case.index, kind))
-        case.kind, case.answered_at = kind, m.at
-        self.last_answer = m.at
-        case.idless = not via_events and "id" not in event
-        case.reason = event.get("reason")
-        for name in ("audio_ms", "synthesis_ms"):
-            value = event.get(name)
-            if isinstance(value, (int, float)):
-                setattr(case, name, float(value))
-        self._settle(case)
-
-    def _settle(self, case: Case) -> None:
-        """No longer in flight (answered, timed out, or never published)."""
-        if self.outstanding.pop(case.index, None) is not None:
-            self.lanes[case.lane] -= 1
-        if self.alone is case:
-            self.alone = None
 
     # --- sending -------------------------------------------------------------------------
 
@@ -149,12 +59,7 @@ class Fuzz:
         if case.sender_id is not None:
             self.by_id.setdefault(case.sender_id, []).append(case)
         if case.dedupe_key is not None:
-            earlier = [
-                c for c in self.by_id.get(case.dedupe_key[0], [])
-                if c is not case and c.dedupe_key == case.dedupe_key
-                and (c.kind is None or c.kind == "finished")
-            ]  # fmt: skip
-            case.expect = "duplicate" if earlier else "play"
+            case.expect = self._repeat_expectation(case)
         case.sent_at = time.monotonic()
         self.outstanding[case.index] = case
         self.lanes[case.lane] += 1
