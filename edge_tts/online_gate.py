@@ -35,7 +35,6 @@ EXIT_TIMEOUT = 1  # not online in time; an unreachable broker ends here too
 EXIT_LOGIN_REFUSED = 2  # the broker refused the login: wrong credentials, not authorized
 # (a config that does not load exits 78, as for every command)
 
-KEEPALIVE_S = 30
 # Every broker the daemon can use speaks 3.1.1, and a retained value reads the same in both
 # protocols: the gate needs neither MQTT 5 nor the daemon's fallback from it.
 PROTOCOL = MQTTProtocolVersion.MQTTv311
@@ -89,7 +88,7 @@ def wait_online(settings: Settings, timeout: float, password_file: Path | None =
     client.on_message = watch.on_message
     try:
         # paho's thread retries a broker that is not up yet until we give up.
-        client.connect_async(broker.host, broker.port, keepalive=KEEPALIVE_S)
+        client.connect_async(broker.host, broker.port, keepalive=broker.keepalive)
         client.loop_start()
         watch.done.wait(timeout)
     finally:
