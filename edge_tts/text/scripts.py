@@ -63,6 +63,8 @@ def readable_scripts(language: str) -> frozenset[str]:
 def check_scripts(text: str, language: str) -> None:
     """Raise UnsupportedScriptError naming the language of the first letters the voice
     (espeak-ng language `language`) cannot read; do nothing when it can read them all."""
+    if text.isascii():  # most messages: Latin letters only, nothing to look up
+        return
     readable = readable_scripts(language)
     foreign = [(i, s) for i, s in enumerate(map(script_of, text)) if s and s not in readable]
     if not foreign:
