@@ -130,11 +130,6 @@ class RingBuffer:
                 self._wait(wait)
         return True
 
-    def wake(self) -> None:
-        """Make blocked writers and waiters re-check their conditions now."""
-        with self._cond:
-            self._cond.notify_all()
-
     def _wait(self, timeout: float) -> None:
         self._waiters += 1
         try:

@@ -48,7 +48,7 @@ class WavWriter:
         self._wav.setsampwidth(2)
         self._wav.setframerate(rate)
 
-    def write(self, pcm: np.ndarray) -> bool:
+    def write(self, pcm: np.ndarray) -> None:
         data = np.concatenate((self._tail, self._shaper(pcm)))
         cut = max(0, data.size - self._fade_out)
         self._tail = data[cut:]
@@ -56,7 +56,6 @@ class WavWriter:
             self._wav.writeframes(data[:cut].astype("<i2").tobytes())
             if self.utterance.first_sample_at is None:
                 self.utterance.first_sample_at = time.monotonic()
-        return True
 
     def commit(self) -> None:
         tail = (self._tail * fade_out_gain(self._tail.size)).astype("<i2")
@@ -151,11 +150,12 @@ class WavOutput(ABC):
             if stop.is_set() or wav is None:
                 return False
             try:
-                return wav.write(pcm)
+                wav.write(pcm)
             except OSError as err:
                 self._current = None
                 wav.discard()  # no partial file is left behind
                 raise self._failed(err) from err
+            return True
 
     def end(self, utterance: Utterance, stop: threading.Event, timeout: float) -> bool:
         with self._lock:
