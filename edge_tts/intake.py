@@ -86,7 +86,7 @@ class Intake:
     def _job(self, request: SayRequest, inbound: Inbound) -> Job:
         voice = self._voices.get(request.voice)
         vs = self._voices.settings_for(voice)
-        base = vs.length_scale or voice.config.length_scale
+        base = vs.length_scale or voice.length_scale
         options = SpeechOptions(
             speaker=request.speaker if request.speaker is not None else vs.speaker,
             length_scale=base / (request.speed or 1.0),

@@ -13,7 +13,7 @@ import numpy as np
 from .audio.output import Utterance
 from .messages.request import SayRequest
 from .synthesis import SpeechOptions
-from .voice.model import Voice
+from .voice.base import SpeechVoice
 
 
 class Reporter(Protocol):
@@ -58,7 +58,7 @@ class Chunk:
 class Job:
     request: SayRequest
     deliveries: list[object]  # MQTT deliveries to acknowledge once its fate is known
-    voice: Voice
+    voice: SpeechVoice
     options: SpeechOptions
     seq: int = 0
     chunks: list[Chunk] | None = None

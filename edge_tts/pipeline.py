@@ -130,7 +130,7 @@ class Pipeline:
         try:
             texts = prepare(
                 job.request.text,
-                language=job.voice.config.espeak_voice,
+                language=job.voice.language,
                 max_chunk_chars=self.synthesis.max_chunk_chars,
                 first_chunk_chars=self.synthesis.first_chunk_chars,
             )

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .audio.dsp import resample, to_pcm16, trim_leading_silence
+from .audio.dsp import Resampler, to_pcm16, trim_leading_silence
 from .audio.pause_gate import PauseGate
 from .config import SynthesisSettings
 from .text import EmptyTextError, prepare
-from .voice.model import SynthesisParams, Voice
+from .voice.base import SpeechVoice, SynthesisParams
 from .voice.windowed import FIRST_WINDOW_FRAMES
 
 
@@ -57,7 +57,7 @@ class Synthesizer:
     """Text → audio chunks in one thread, for tests and benchmarks of the engine itself
     (the daemon and `say` go through the pipeline)."""
 
-    def __init__(self, voice: Voice, settings: SynthesisSettings | None = None):
+    def __init__(self, voice: SpeechVoice, settings: SynthesisSettings | None = None):
         self.voice = voice
         self.settings = settings or SynthesisSettings()  # the config's defaults
 
@@ -65,7 +65,7 @@ class Synthesizer:
         """Normalized text chunks; raises EmptyTextError when nothing is speakable."""
         return prepare(
             text,
-            language=self.voice.config.espeak_voice,
+            language=self.voice.language,
             max_chunk_chars=self.settings.max_chunk_chars,
             first_chunk_chars=self.settings.first_chunk_chars,
         )
@@ -86,7 +86,7 @@ class Synthesizer:
 
 
 def render(
-    voice: Voice, text: str, options: SpeechOptions, first: bool, rate: int | None = None
+    voice: SpeechVoice, text: str, options: SpeechOptions, first: bool, rate: int | None = None
 ) -> Iterator[np.ndarray]:
     """One normalized text chunk → int16 pieces at `rate` (default: the voice's).
 
@@ -97,13 +97,16 @@ def render(
     params = options.params()
     opening = first
     gate = PauseGate()
+    resampler = Resampler(voice.sample_rate, rate or voice.sample_rate)
     for ids in voice.ids(text):
         first_frames = FIRST_WINDOW_FRAMES if opening else None
         for audio in voice.stream(ids, params, first_frames):
             if opening:
                 audio = trim_leading_silence(audio, voice.sample_rate)
                 opening = False
-            audio = gate.process(audio)
-            yield to_pcm16(
-                resample(audio, voice.sample_rate, rate or voice.sample_rate), options.volume
-            )
+            converted = resampler(gate.process(audio))
+            if converted.size:  # the resampler may hold a tiny piece back whole
+                yield to_pcm16(converted, options.volume)
+    rest = resampler.flush()
+    if rest.size:
+        yield to_pcm16(rest, options.volume)

@@ -52,7 +52,7 @@ class Harness:
         job = Job(
             request(text, **fields),
             [delivery or object()],
-            self.voice,  # type: ignore[arg-type]
+            self.voice,
             SpeechOptions(),
         )
         self.pipeline.submit(job)

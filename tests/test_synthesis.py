@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from edge_tts.audio.dsp import to_pcm16
+from edge_tts.audio.dsp import Resampler, to_pcm16
 from edge_tts.synthesis import SpeechOptions, Synthesizer
 from edge_tts.text import EmptyTextError
 from edge_tts.voice.model import Voice
@@ -34,6 +34,39 @@ def test_pcm16_is_memoryless_so_pieces_join_seamlessly() -> None:
 def test_pcm16_volume_applies_when_there_is_headroom() -> None:
     quiet = np.array([0.25, -0.25], dtype=np.float32)
     assert list(to_pcm16(quiet, volume=2.0)) == [16384, -16384]
+
+
+def _resample_in_pieces(audio: np.ndarray, rate: int, target: int, parts: int) -> np.ndarray:
+    resampler = Resampler(rate, target)
+    pieces = [resampler(part) for part in np.array_split(audio, parts)]
+    return np.concatenate([*pieces, resampler.flush()])
+
+
+def test_resampled_pieces_join_as_the_whole_chunk_converted_at_once() -> None:
+    t = np.arange(24000) / 24000
+    audio = (0.5 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)
+    whole = _resample_in_pieces(audio, 24000, 22050, parts=1)
+    assert whole.size == 22050
+    # Uneven pieces (the decoder's windows) give the same samples: no seam at any cut.
+    assert np.allclose(_resample_in_pieces(audio, 24000, 22050, parts=13), whole, atol=1e-6)
+    middle = whole[1000:-1000]
+    expected = 0.5 * np.sin(2 * np.pi * 440 * (np.arange(22050) / 22050))[1000:-1000]
+    assert np.max(np.abs(middle - expected)) < 0.01
+
+
+def test_resampling_removes_what_the_lower_rate_cannot_carry() -> None:
+    # 11.5 kHz fits a 24 kHz voice but not a 22.05 kHz output (Nyquist 11.025 kHz): a
+    # naive converter folds it back to an audible 10.55 kHz whistle.
+    t = np.arange(24000) / 24000
+    tone = (0.5 * np.sin(2 * np.pi * 11500 * t)).astype(np.float32)
+    converted = _resample_in_pieces(tone, 24000, 22050, parts=10)[2000:-2000]
+    assert np.sqrt(np.mean(converted**2)) < 0.01 * np.sqrt(np.mean(tone**2))
+
+
+def test_same_rate_passes_audio_through_untouched() -> None:
+    audio = np.linspace(-1, 1, 100, dtype=np.float32)
+    resampler = Resampler(22050, 22050)
+    assert resampler(audio) is audio and resampler.flush().size == 0
 
 
 @pytest.mark.slow

@@ -14,7 +14,8 @@ import pytest
 from edge_tts.config import SynthesisSettings
 from edge_tts.synthesis import Synthesizer
 from edge_tts.voice import files
-from edge_tts.voice.model import SynthesisParams, Voice, session_options
+from edge_tts.voice.base import SynthesisParams
+from edge_tts.voice.model import Voice, session_options
 from edge_tts.voice.phonemize import text_to_ids
 from edge_tts.voice.split import DECODER_FIRST_CONV, split_at_decoder
 from edge_tts.voice.windowed import (

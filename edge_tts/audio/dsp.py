@@ -2,7 +2,7 @@
 
 In playing order: the first piece of an utterance loses its leading silence
 (`trim_leading_silence`), pauses go through the pause gate (pause_gate.py), a voice at
-another rate than the output is resampled (`resample`), float audio becomes int16 through
+another rate than the output is resampled (`Resampler`), float audio becomes int16 through
 a soft limiter (`to_pcm16`); an output then applies volume and fades (`Shaper`,
 `fade_out_gain`).
 """
@@ -10,6 +10,7 @@ a soft limiter (`to_pcm16`); an output then applies volume and fades (`Shaper`,
 from __future__ import annotations
 
 import numpy as np
+import soxr
 
 # Headroom below full scale so a peak never lands on the int16 rail; the limiter is linear
 # up to the knee (VITS speech rarely goes above it at volume 1).
@@ -36,14 +37,35 @@ def trim_leading_silence(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     return audio[start:]
 
 
-def resample(audio: np.ndarray, rate: int, target: int) -> np.ndarray:
-    """Linear resampling: enough for speech when a voice's rate differs from the output's."""
-    if rate == target or audio.size == 0:
-        return audio
-    n = round(audio.size * target / rate)
-    positions = np.linspace(0, audio.size - 1, n)
-    resampled: np.ndarray = np.interp(positions, np.arange(audio.size), audio)
-    return resampled.astype(np.float32)
+class Resampler:
+    """One chunk's rate conversion, piece by piece, for a voice whose rate is not the
+    output's. The filter's state is carried from piece to piece: converted one by one,
+    the pieces join without a seam, exactly as the whole chunk converted at once.
+
+    soxr's "HQ" filter: linear interpolation (what this replaced) aliased and clicked at
+    every piece seam. It holds back ~30 ms at 24 -> 22.05 kHz until the next piece or
+    `flush`; that delays no start, as the first piece still plays at once.
+    """
+
+    def __init__(self, rate: int, target: int) -> None:
+        self._stream = (
+            None
+            if rate == target
+            else soxr.ResampleStream(rate, target, 1, dtype="float32", quality="HQ")
+        )
+
+    def __call__(self, audio: np.ndarray) -> np.ndarray:
+        if self._stream is None:
+            return audio
+        converted: np.ndarray = self._stream.resample_chunk(np.asarray(audio, np.float32))
+        return converted
+
+    def flush(self) -> np.ndarray:
+        """What the filter still holds, at the chunk's end."""
+        if self._stream is None:
+            return np.zeros(0, np.float32)
+        rest: np.ndarray = self._stream.resample_chunk(np.zeros(0, np.float32), last=True)
+        return rest
 
 
 def to_pcm16(audio: np.ndarray, volume: float = 1.0) -> np.ndarray:

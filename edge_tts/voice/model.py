@@ -10,12 +10,12 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import numpy as np
 import onnxruntime
 from piper.config import PiperConfig
 
+from .base import SynthesisParams
 from .files import VoiceFiles
 from .integrity import read_pinned
 from .phonemize import phonemes_to_ids, phonemize, text_to_ids
@@ -27,16 +27,6 @@ _LOGGER = logging.getLogger(__name__)
 
 class VoiceConfigError(ValueError):
     """The voice's .onnx.json is missing fields or is not JSON."""
-
-
-@dataclass(frozen=True)
-class SynthesisParams:
-    """Per-request knobs; None means the voice's own default from its .onnx.json."""
-
-    speaker: int | str | None = None
-    length_scale: float | None = None
-    noise_scale: float | None = None
-    noise_w: float | None = None
 
 
 def load_config(files: VoiceFiles) -> PiperConfig:
@@ -135,8 +125,20 @@ class Voice:
         return self.files.name
 
     @property
+    def language(self) -> str:
+        return self.config.espeak_voice
+
+    @property
     def sample_rate(self) -> int:
         return self.config.sample_rate
+
+    @property
+    def length_scale(self) -> float:
+        return self.config.length_scale
+
+    @property
+    def sentence_silence_s(self) -> float:
+        return 0.0  # VITS ends each sentence with its own pause
 
     @property
     def loaded(self) -> bool:

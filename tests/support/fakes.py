@@ -14,7 +14,8 @@ from edge_tts.audio.output import AudioUnavailableError, Utterance, check_rate
 from edge_tts.config import AudioSettings
 from edge_tts.jobs import Job
 from edge_tts.voice import files
-from edge_tts.voice.model import SynthesisParams, load_config
+from edge_tts.voice.base import SpeechVoice, SynthesisParams
+from edge_tts.voice.model import load_config
 from edge_tts.voice.phonemize import text_to_ids
 
 
@@ -33,6 +34,13 @@ class FakeVoice:
         self.intervals: list[tuple[float, float]] = []  # (start, end) of every synthesis
         self.loaded = False
         self.load_error: Exception | None = None  # raised by load(), like a tampered model
+        self.language = "en-us"
+        self.length_scale = 1.0
+        self.sentence_silence_s = 0.0
+        self.sha256: str | None = None
+
+    def warm_up(self, concurrent: int = 1) -> None:
+        self.load()
 
     def load(self) -> None:
         if self.load_error is not None:
@@ -70,6 +78,10 @@ class FakeVoice:
             yield audio[:first]
             audio = audio[first:]
         yield audio
+
+
+def _holds_to_the_voice_protocol(fake: FakeVoice) -> SpeechVoice:
+    return fake  # mypy checks the fake against the protocol the real voices implement
 
 
 @dataclass

@@ -1,0 +1,79 @@
+"""What the rest of the daemon needs from a voice, whatever its format.
+
+Two formats implement it: a Piper voice (model.py: espeak-ng phonemes, one VITS graph
+cut into encoder and decoder) and a two-stage voice (two_stage.py: pinyin symbols, an
+acoustic model making a mel spectrogram, a vocoder making audio from it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class SynthesisParams:
+    """Per-request knobs; None means the voice's own default. A voice ignores the ones
+    its model has no use for (a two-stage voice has no noise scales)."""
+
+    speaker: int | str | None = None
+    length_scale: float | None = None  # > 1 speaks slower
+    noise_scale: float | None = None
+    noise_w: float | None = None
+
+
+class SpeechVoice(Protocol):
+    """Thread-safe: `stream` may be called from several workers at once."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def language(self) -> str:
+        """The text front-end's language for it: "en-us", "zh" (its primary subtag counts)."""
+        ...
+
+    @property
+    def sample_rate(self) -> int: ...
+
+    @property
+    def length_scale(self) -> float:
+        """Its own speaking pace (1.0 for most); a request's speed divides it."""
+        ...
+
+    @property
+    def sentence_silence_s(self) -> float:
+        """Silence after each sentence, for models that end a sentence without one."""
+        ...
+
+    @property
+    def loaded(self) -> bool: ...
+
+    @property
+    def sha256(self) -> str | None:
+        """The digest that pins it (set once loaded)."""
+        ...
+
+    def load(self) -> None:
+        """Verify its files and create its sessions; later calls return at once."""
+
+    def warm_up(self, concurrent: int = 1) -> None:
+        """Reach the memory high-water mark of `concurrent` longest inputs now."""
+
+    def speaker_id(self, speaker: int | str | None) -> int | None:
+        """The model's id for a speaker name or number; ValueError for an unknown one."""
+        ...
+
+    def ids(self, text: str) -> list[list[int]]:
+        """One normalized text chunk → input id sequences, each within the voice's bound."""
+        ...
+
+    def stream(
+        self, ids: list[int], params: SynthesisParams | None = None, first_frames: int | None = None
+    ) -> Iterator[np.ndarray]:
+        """Ids → float32 audio pieces at `sample_rate`, in order; with `first_frames` the
+        first piece is small and comes early."""
+        ...
