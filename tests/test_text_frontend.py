@@ -330,3 +330,67 @@ def test_latin_with_accents_greek_letters_full_width_and_emoji_are_read(text: st
 def test_a_voice_reads_its_own_script() -> None:
     assert prepare("前方路口请左转。", "zh")
     assert prepare("Привет", "ru")
+
+
+# --- Mandarin ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "chunks"),
+    [
+        # 。！？ end sentences without the space English needs.
+        ("前方路口请左转。请注意安全！", ["前方路口请左转.", "请注意安全!"]),
+        ("真的吗？是的。", ["真的吗?", "是的."]),
+        # Full-width digits and punctuation; numbers, units and times become characters.
+        ("温度：２５℃！湿度：６０％。", ["温度:二十五摄氏度!", "湿度:百分之六十."]),
+        # (Its clause is 11 characters: the limit cuts it before the comma.)
+        ("预计13:05到达，全程12.5公里。", ["预计十三点零五分到达,", "全程十二点五公里."]),
+        # The first chunk is cut at a clause mark (，) when longer than first_chunk_chars.
+        (
+            "您已偏离路线，正在重新规划，请在前方路口掉头，然后沿当前道路行驶3公里。",
+            ["您已偏离路线,", "正在重新规划,请在前方路口掉头,然后沿当前道路行驶三公里."],
+        ),
+    ],
+)
+def test_prepare_mandarin(text: str, chunks: list[str]) -> None:
+    assert [c.replace(" ", "") for c in prepare(text, "zh", first_chunk_chars=10)] == chunks
+
+
+def test_prepare_mandarin_respects_the_limits() -> None:
+    text = "您已偏离路线，正在重新规划，请在前方路口掉头，然后沿当前道路行驶3公里。请注意安全。"
+    assert prepare(text, "zh", max_chunk_chars=16, first_chunk_chars=10) == [
+        "您已偏离路线,",
+        "正在重新规划,",
+        "请在前方路口掉头,",
+        "然后沿当前道路行驶三公里.",
+        "请注意安全.",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "前方路口请左转然后直行三百米到达目的地" * 10,  # no punctuation: cut at the limit
+        "请注意，" * 100,
+        "预计13:05到达，全程12.5公里，费用¥45.50，" * 20,
+    ],
+)
+def test_no_mandarin_chunk_exceeds_the_limit(text: str) -> None:
+    chunks = prepare(text, "zh", max_chunk_chars=30, first_chunk_chars=12)
+    assert len(chunks[0]) <= 12
+    assert all(0 < len(chunk) <= 30 for chunk in chunks)
+    assert not any(char.isdigit() for chunk in chunks for char in chunk)
+
+
+@pytest.mark.parametrize("text", ["", "，。！", "？？", "……", "\u3000", "、；：", "《》「」"])
+def test_mandarin_with_nothing_speakable_raises(text: str) -> None:
+    with pytest.raises(EmptyTextError, match="nothing speakable"):
+        prepare(text, "zh")
+
+
+def test_shortening_the_first_chunk_adds_no_space_to_chinese() -> None:
+    text = "您已偏离路线，正在重新规划，请在前方路口掉头。"
+    assert prepare(text, "zh", first_chunk_chars=10) == [
+        "您已偏离路线,",
+        "正在重新规划,请在前方路口掉头.",
+    ]

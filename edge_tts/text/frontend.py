@@ -54,8 +54,14 @@ def _shorten_first(chunks: list[str], first_chunk_chars: int, max_chunk_chars: i
     """Cut the first chunk at a clause boundary so the first audio starts sooner."""
     if len(chunks[0]) <= first_chunk_chars:
         return chunks
-    head, *tail = _speakable(split_long(chunks[0], first_chunk_chars))
-    return [head, *split_long(" ".join(tail), max_chunk_chars), *chunks[1:]]
+    first = chunks[0]
+    head = _speakable(split_long(first, first_chunk_chars))[0]
+    # The exact rest, not the other pieces re-joined with spaces: Chinese has none.
+    rest = first[first.index(head) + len(head) :].strip()
+    clause_mark = re.match(r"[,:;]+", rest)  # one cut just before its comma: keep it on
+    if clause_mark:
+        head, rest = head + clause_mark.group(), rest[clause_mark.end() :].strip()
+    return [head, *split_long(rest, max_chunk_chars), *chunks[1:]]
 
 
 def prepare(

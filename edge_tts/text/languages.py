@@ -7,13 +7,14 @@ in _EXPANDERS. Languages without an entry get the language-neutral cleaning only
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from edge_tts.text import english
+from edge_tts.text import chinese, english
 
 Expander = Callable[[str], str]
 
 # Keyed by the primary language subtag: "en" serves "en", "en_US", "en-gb", ...
 _EXPANDERS: Final[Mapping[str, Expander]] = {
     "en": english.expand,
+    "zh": chinese.expand,
 }
 
 

@@ -3,6 +3,10 @@
 Works on any text, normalized or not: abbreviations, initials and decimals are recognised
 here too, so a raw message still splits at real sentence ends only. Every chunk keeps its
 trailing punctuation because the voice model uses it for intonation.
+
+Chinese (and Japanese) writing puts no space after 。！？；，：、, which clean() folds to
+ASCII: next to a CJK character those marks end a sentence or a clause without the space
+that English needs, and no space is added where none was written.
 """
 
 import re
@@ -14,6 +18,14 @@ from edge_tts.text.clean import is_speakable
 # A run of terminators plus closing quotes/brackets, followed by a space or the end. The
 # lookbehind stops a match starting inside a run, keeping long "!!!!..." input linear.
 _TERMINATOR: Final = re.compile(r"(?<![.!?])(?P<marks>[.!?]++)(?P<close>[\"')\]]*+)(?= |$)")
+
+# A sentence end in CJK text: the terminators, ASCII (as clean() leaves them) or full-width,
+# and closing quotes. It counts when a CJK character stands before it or after it.
+_CJK_TERMINATOR: Final = re.compile(r"(?<![.!?;。！？；])[.!?;。！？；]++[\"')\]”’」』]*+")
+_CJK: Final = (
+    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ffff"
+)
+_CJK_CHAR: Final = re.compile(f"[{_CJK}]")
 
 # Words whose period never ends a sentence: they always introduce something.
 _CONTINUES: Final = frozenset(
@@ -60,6 +72,20 @@ def _is_boundary(text: str, match: re.Match[str]) -> bool:
     return _period_ends_sentence(text, match, following)
 
 
+def _touches_cjk(text: str, match: re.Match[str]) -> bool:
+    before = text[match.start() - 1 : match.start()]
+    after = text[match.end() : match.end() + 2].lstrip(" ")[:1]
+    return bool(_CJK_CHAR.match(before) or _CJK_CHAR.match(after))
+
+
+def _sentence_ends(text: str) -> list[int]:
+    ends = [m.end() for m in _TERMINATOR.finditer(text) if _is_boundary(text, m)]
+    if text.isascii() or not _CJK_CHAR.search(text):
+        return ends
+    cjk_ends = (m.end() for m in _CJK_TERMINATOR.finditer(text) if _touches_cjk(text, m))
+    return sorted({*ends, *cjk_ends})
+
+
 def _merge_unspeakable(pieces: list[str]) -> list[str]:
     """Attach punctuation-only pieces to a neighbour instead of returning them alone."""
     merged: list[str] = []
@@ -83,17 +109,19 @@ def split_sentences(text: str) -> list[str]:
     text = " ".join(text.split())
     pieces: list[str] = []
     start = 0
-    for match in _TERMINATOR.finditer(text):
-        if _is_boundary(text, match):
-            pieces.append(text[start : match.end()].strip())
-            start = match.end()
+    for end in _sentence_ends(text):
+        pieces.append(text[start:end].strip())
+        start = end
     pieces.append(text[start:].strip())
     return _merge_unspeakable([piece for piece in pieces if piece])
 
 
 # Split points, most preferred first: after clause punctuation, before a conjunction,
-# between words. Each splits at a single space (split_long collapses whitespace first).
-_CLAUSE_BREAK: Final = re.compile(r"(?<=[,;:—–]) ")
+# between words. Each matches the single space it splits at (split_long collapses
+# whitespace first), or nothing after a clause mark in CJK text, which has no space there.
+_CLAUSE_BREAK: Final = re.compile(
+    rf"(?<=[,;:—–，、：；]) |(?<=[，、：；])(?! )|(?<=[,;:])(?=[{_CJK}])|(?<=[{_CJK}][,;:])(?! )"
+)
 _CONJUNCTIONS: Final = (
     "and",
     "but",
@@ -118,21 +146,33 @@ _LEVELS: Final = (_CLAUSE_BREAK, _CONJUNCTION_BREAK, _WORD_BREAK)
 _MAX_BALANCED_CHUNKS: Final = 8
 
 
+def _pieces(text: str, split_point: re.Pattern[str]) -> list[str]:
+    """Text cut after each match of split_point: every piece but the last ends with the
+    separator it was cut at (a space, or nothing in CJK text)."""
+    pieces: list[str] = []
+    start = 0
+    for match in split_point.finditer(text):
+        if match.end() > start:
+            pieces.append(text[start : match.end()])
+            start = match.end()
+    if start < len(text):
+        pieces.append(text[start:])
+    return pieces
+
+
 def _greedy(pieces: list[str], width: int) -> list[str]:
-    """Join neighbouring pieces with spaces while the result fits in width."""
+    """Join neighbouring pieces while the result, without its trailing separator, fits."""
     packed: list[str] = []
-    current: list[str] = []
-    length = 0
+    current = ""
     for piece in pieces:
-        if current and length + 1 + len(piece) <= width:
-            current.append(piece)
-            length += 1 + len(piece)
+        if current and len(current) + len(piece.rstrip(" ")) <= width:
+            current += piece
             continue
         if current:
-            packed.append(" ".join(current))
-        current, length = [piece], len(piece)
+            packed.append(current.rstrip(" "))
+        current = piece
     if current:
-        packed.append(" ".join(current))
+        packed.append(current.rstrip(" "))
     return packed
 
 
@@ -181,7 +221,7 @@ def _split(text: str, max_chars: int, level: int) -> list[str]:
         return [text]
     if level == len(_LEVELS):
         return _cut_word(text, max_chars)
-    pieces = [piece for piece in _LEVELS[level].split(text) if piece]
+    pieces = _pieces(text, _LEVELS[level])
     chunks: list[str] = []
     for packed in _pack(pieces, max_chars):
         chunks.extend(_split(packed, max_chars, level + 1))
@@ -191,9 +231,10 @@ def _split(text: str, max_chars: int, level: int) -> list[str]:
 def split_long(sentence: str, max_chars: int) -> list[str]:
     """Split a sentence into chunks of at most max_chars characters.
 
-    Prefers clause punctuation (, ; : — –), then the space before a conjunction, then any
-    space; a word longer than max_chars (text without spaces: long number runs, Chinese)
-    is cut after an in-word mark, else at the limit. No chunk is ever longer. Whitespace
+    Prefers clause punctuation (, ; : — –, and in CJK text also without a space after
+    it), then the space before a conjunction, then any space; a word longer than
+    max_chars (text without spaces: long number runs, Chinese) is cut after an in-word
+    mark, else at the limit. No chunk is ever longer. Whitespace
     is collapsed; the characters and their order are unchanged.
     """
     if max_chars < 1:
