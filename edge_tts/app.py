@@ -25,9 +25,13 @@ from .mqtt_link import Inbound, MqttLink
 from .notify import HealthTick, Notifier
 from .pipeline import Pipeline
 from .reporter import MqttReporter
+from .routing import Router
 from .telemetry import Telemetry, TelemetryPublisher
 from .voice import files
+from .voice.base import SpeechVoice
+from .voice.integrity import ModelIntegrityError
 from .voice.registry import Voices
+from .voice.voice_dir import VoiceDirError
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -49,7 +53,7 @@ class Daemon:
         self.telemetry = Telemetry()
         try:
             self.voices = Voices(s)
-        except files.VoiceNotFoundError as err:
+        except (files.VoiceNotFoundError, VoiceDirError) as err:
             raise StartupRefused(str(err)) from err
         rate = self.voices.default.sample_rate
         self.output = open_output(s.audio, rate)
@@ -69,6 +73,7 @@ class Daemon:
             reporter=self.reporter,
             telemetry=self.telemetry,
             played=self.played,
+            router=Router(s.synthesis, self.voices),
         )
         self.intake = Intake(
             s, self.voices, self.link, self.reporter, self.pipeline, self.telemetry
@@ -108,15 +113,28 @@ class Daemon:
         return 0
 
     def _preload(self) -> None:
-        synthesis, default = self.settings.synthesis, self.voices.default
-        if not synthesis.preload:
+        """Every voice, so a Mandarin message does not wait seconds for its voice to load.
+        The default voice must load (ModelIntegrityError propagates: refuse to start);
+        another that fails is reported, and requests for it are rejected with the reason."""
+        if not self.settings.synthesis.preload:
             return
-        self.notifier.status(f"loading voice {default.name}")
-        default.load()  # ModelIntegrityError propagates: refuse to start
-        self.notifier.status(f"warming up voice {default.name}")
+        default = self.voices.default
+        self._warm(default)
+        for name, voice in self.voices.all().items():
+            if voice is default:
+                continue
+            try:
+                self._warm(voice)
+            except (ModelIntegrityError, VoiceDirError, OSError) as err:
+                _LOGGER.error("Voice %s cannot be used: %s", name, err)
+
+    def _warm(self, voice: SpeechVoice) -> None:
+        self.notifier.status(f"loading voice {voice.name}")
+        voice.load()
+        self.notifier.status(f"warming up voice {voice.name}")
         started = time.monotonic()
-        default.warm_up(concurrent=synthesis.max_concurrent)
-        _LOGGER.info("Warmed up voice %s in %.2f s", default.name, time.monotonic() - started)
+        voice.warm_up(concurrent=self.settings.synthesis.max_concurrent)
+        _LOGGER.info("Warmed up voice %s in %.2f s", voice.name, time.monotonic() - started)
 
     def _stop_pipeline(self) -> None:
         self.pipeline.stop(STOP_TIMEOUT_S)

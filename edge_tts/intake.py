@@ -14,7 +14,6 @@ from .messages.topics import Topics
 from .mqtt_link import Inbound, MqttLink
 from .pipeline import Pipeline
 from .reporter import MqttReporter
-from .synthesis import SpeechOptions
 from .telemetry import Telemetry
 from .voice.registry import Voices
 
@@ -84,14 +83,8 @@ class Intake:
         return parse_say(env, self._queue.max_text_chars, self._queue.default_ttl)
 
     def _job(self, request: SayRequest, inbound: Inbound) -> Job:
-        voice = self._voices.get(request.voice)
-        vs = self._voices.settings_for(voice)
-        base = vs.length_scale or voice.length_scale
-        options = SpeechOptions(
-            speaker=request.speaker if request.speaker is not None else vs.speaker,
-            length_scale=base / (request.speed or 1.0),
-            volume=request.volume if request.volume is not None else 1.0,
-        )
+        voice = self._voices.for_request(request)
+        options = self._voices.options_for(voice, request, primary=True)
         return Job(request=request, deliveries=[inbound], voice=voice, options=options)
 
 

@@ -45,6 +45,8 @@ class Chunk:
     """One text chunk; its audio arrives in pieces while the decoder works through it."""
 
     text: str
+    voice: SpeechVoice  # the job's own, or the one for another writing system in it
+    options: SpeechOptions
     pieces: queue.SimpleQueue[np.ndarray | None] = field(default_factory=queue.SimpleQueue)
     ready: threading.Event = field(default_factory=threading.Event)  # first piece, or error
     error: str | None = None

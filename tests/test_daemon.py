@@ -267,6 +267,38 @@ def test_chinese_text_without_a_mandarin_voice_is_rejected_not_spoken(rig: Rig) 
     rig.rec.wait_event(EVENTS, "finished", "after-zh")
 
 
+def _with_mandarin(voice_dir: Path) -> dict[str, Any]:
+    return {"voices": {"default": {}, "mandarin": {"path": str(voice_dir)}}}
+
+
+def test_mandarin_is_spoken_by_the_imported_voice(rig: Rig, mandarin_voice: Path) -> None:
+    daemon = rig.start(**_with_mandarin(mandarin_voice))
+    assert "Loaded voice zh-baker" in daemon.log()  # preloaded, not on the first request
+    mark = rig.card.mark()
+    rig.say({"text": "前方路口请左转。", "id": "zh-1"})
+    done = rig.rec.wait_event(EVENTS, "finished", "zh-1", timeout=REQUEST_TIMEOUT_S)
+    assert done["voices"] == ["zh-baker"]
+    # Seven syllables: Mandarin speech runs at 3-7 a second, then the 0.2 s sentence pause.
+    seconds = done["audio_ms"] / 1000
+    assert 7 / 7 + 0.2 <= seconds <= 7 / 3 + 0.2 + 0.5
+    played = rig.card.wait_played(mark, min_sound_s=seconds - 0.7)
+    audio = played.astype(np.float32) / 32768
+    loud = np.flatnonzero(np.abs(audio) > 0.02)
+    assert loud.size and (loud[-1] - loud[0]) / 22050 > 0.8  # speech, not a click
+
+
+def test_mixed_text_is_spoken_by_both_voices_in_order(rig: Rig, mandarin_voice: Path) -> None:
+    rig.start(**_with_mandarin(mandarin_voice))
+    rig.say({"text": "GPS信号丢失，请在3号门等候。", "id": "mix-1"})
+    done = rig.rec.wait_event(EVENTS, "finished", "mix-1", timeout=REQUEST_TIMEOUT_S)
+    assert done["voices"] == ["en_US-joe-medium", "zh-baker"]
+    rig.say({"text": "你好", "id": "lang-1", "language": "zh"})
+    assert rig.rec.wait_event(EVENTS, "finished", "lang-1")["voices"] == ["zh-baker"]
+    rig.say({"text": "Bonjour", "id": "lang-2", "language": "fr"})
+    reason = rig.rec.wait_event(EVENTS, "rejected", "lang-2")["reason"]
+    assert reason == "no voice for language 'fr' (configured: en, zh)"
+
+
 def test_hermes_round_trip_and_other_sites_ignored(rig: Rig) -> None:
     rig.start()
     other = {"text": "Not for us.", "siteId": "garage", "id": "h0", "sessionId": "s0"}

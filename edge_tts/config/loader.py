@@ -165,7 +165,7 @@ def _from_yaml(f: dataclasses.Field[Any], hint: Any, value: object, path: str) -
         return None
     if is_section(kind):
         return _build(kind, value, path)
-    if get_origin(kind) is Mapping:
+    if get_origin(kind) is Mapping and is_section(get_args(kind)[1]):
         return _build_named(get_args(kind)[1], value, path)
     rules = rules_of(f)
     try:
@@ -215,7 +215,8 @@ def _keys_of(cls: type[Checked], prefix: str) -> Iterator[str]:
             yield from _keys_of(kind, key)
         elif get_origin(kind) is Mapping:
             yield f"{key}.*"
-            yield from _keys_of(get_args(kind)[1], f"{key}.*")
+            if is_section(get_args(kind)[1]):
+                yield from _keys_of(get_args(kind)[1], f"{key}.*")
 
 
 def _unknown(path: str, key: object, known: list[str]) -> ConfigError:

@@ -187,6 +187,9 @@ class Settings(Checked):
     broker: BrokerSettings = field(default_factory=BrokerSettings)
     voices: Mapping[str, VoiceSettings] = field(default_factory=_default_voices)
     default_voice: str = "default"
+    # Which voice speaks a language ("zh": "mandarin"); unset, a language goes to the
+    # default voice when it speaks it, else to the first voice that does.
+    languages: Mapping[str, str] = field(default_factory=lambda: types.MappingProxyType({}))
     synthesis: SynthesisSettings = field(default_factory=SynthesisSettings)
     queue: QueueSettings = field(default_factory=QueueSettings)
     audio: AudioSettings = field(default_factory=AudioSettings)
@@ -203,6 +206,14 @@ class Settings(Checked):
                 f"{did_you_mean(self.default_voice, list(self.voices))}",
                 "default_voice",
             )
+        for code, voice in self.languages.items():
+            if voice not in self.voices:
+                known = ", ".join(self.voices)
+                raise ConfigError(
+                    f"{voice!r} is not one of the voices (configured: {known})"
+                    f"{did_you_mean(voice, list(self.voices))}",
+                    f"languages.{code}",
+                )
         # Derived here, and only here, so every reader sees the same values.
         if self.broker.client_id is None:
             broker = dataclasses.replace(self.broker, client_id=f"edge-tts-{self.device_id}")

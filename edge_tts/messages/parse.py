@@ -18,8 +18,8 @@ MAX_JSON_DEPTH = 8
 
 
 def parse_say(env: Envelope, max_text_chars: int, default_ttl: float | None = None) -> SayRequest:
-    """Plain UTF-8 text, or JSON {text, id, priority, voice, speaker, speed, volume, ttl |
-    expires_at, interrupt}. Raises BadRequest with a reason a user can act on."""
+    """Plain UTF-8 text, or JSON {text, id, priority, voice, language, speaker, speed,
+    volume, ttl | expires_at, interrupt}. Raises BadRequest with a reason a user can act on."""
     _check_response_topic(env)
     text = _decode(env.payload)
     return _request(env, _say_fields(text), max_text_chars, default_ttl)
@@ -56,6 +56,8 @@ def parse_hermes(env: Envelope, max_text_chars: int) -> SayRequest:
     if not isinstance(site, str) or not (session is None or isinstance(session, str)):
         raise BadRequest("siteId and sessionId must be strings")
     hermes_fields: dict[str, Any] = {k: fields[k] for k in ("text", "id", "volume") if k in fields}
+    if fields.get("lang") is not None:  # Hermes names the language, e.g. "zh-CN"
+        hermes_fields["language"] = fields["lang"]
     request = _request(env, hermes_fields, max_text_chars, None)
     return replace(request, hermes=Hermes(site_id=site, session_id=session))
 
@@ -120,6 +122,7 @@ _KNOWN = {
     "id",
     "priority",
     "voice",
+    "language",
     "speaker",
     "speed",
     "volume",
@@ -152,6 +155,7 @@ def _request(
         dedupe=sender_id is not None or env.redelivered,
         priority=_priority(f.get("priority", "normal")),
         voice=_opt(f, "voice", str),
+        language=_opt(f, "language", str),
         speaker=_speaker(f.get("speaker")),
         speed=_number(f, "speed", 0.1, 10.0),
         volume=_number(f, "volume", 0.0, 2.0),

@@ -36,6 +36,7 @@ class SayRequest:
     dedupe: bool = False  # True when `key` identifies this request (sender id or redelivery)
     priority: Priority = Priority.NORMAL
     voice: str | None = None
+    language: str | None = None  # "zh", "en": its voice (`languages`), when no voice is named
     speaker: str | None = None
     speed: float | None = None
     volume: float | None = None

