@@ -75,7 +75,10 @@ def _add_say(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("say", help="speak text on the default ALSA device or into a WAV")
     p.add_argument("text", help="text to speak; '-' reads standard input")
     p.add_argument("--out", type=Path, help="write a WAV file instead of playing")
-    p.add_argument("--voice", help="voice name or path to voice.onnx (default: INT8 joe)")
+    p.add_argument(
+        "--voice",
+        help="voice name, path to voice.onnx or a voice directory (default: INT8 joe)",
+    )
     p.add_argument("--sha256", help="pin the model's SHA-256 (else its manifest is used)")
     p.add_argument("--speaker", help="speaker name or id of a multi-speaker voice")
     p.add_argument(
@@ -203,7 +206,8 @@ def _cmd_say(args: argparse.Namespace) -> int:
     from .synthesis import SpeechOptions
     from .voice import files
     from .voice.integrity import ModelIntegrityError
-    from .voice.model import Voice, share_runtime
+    from .voice.model import share_runtime
+    from .voice.registry import open_voice
 
     text = sys.stdin.read() if args.text == "-" else args.text
     if not 0.1 <= args.speed <= 10 or not 0.0 <= args.volume <= 2.0:
@@ -212,15 +216,10 @@ def _cmd_say(args: argparse.Namespace) -> int:
     threads = synthesis.threads if args.threads is None else args.threads
     try:
         share_runtime(threads)
-        voice = Voice(
-            files.resolve(args.voice),
-            pinned_sha256=args.sha256,
-            threads=threads,
-            max_phonemes=synthesis.max_phonemes,
-        )
+        voice = open_voice(args.voice, args.sha256, threads, synthesis.max_phonemes)
         options = SpeechOptions(
             speaker=args.speaker,
-            length_scale=voice.config.length_scale / args.speed,
+            length_scale=voice.length_scale / args.speed,
             volume=args.volume,
         )
         output = _say_output(args.out, AudioSettings(device=args.device), voice.sample_rate)

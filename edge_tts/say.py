@@ -19,7 +19,7 @@ from .messages.request import SayRequest
 from .pipeline import Pipeline
 from .synthesis import SpeechOptions
 from .telemetry import Telemetry
-from .voice.model import Voice
+from .voice.base import SpeechVoice
 
 STOP_TIMEOUT_S = 5.0
 _REQUEST_ID = "say"
@@ -87,7 +87,7 @@ class OneShotReporter:
 
 def say(
     text: str,
-    voice: Voice,
+    voice: SpeechVoice,
     options: SpeechOptions,
     output: AudioOutput,
     synthesis: SynthesisSettings,

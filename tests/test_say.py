@@ -22,7 +22,7 @@ TEXT = "The mail has arrived. Welcome home!"
 
 def speak(output: AudioOutput, voice: FakeVoice | None = None, text: str = TEXT) -> SayReport:
     fake = voice or FakeVoice()
-    return say(text, fake, SpeechOptions(), output, SynthesisSettings())  # type: ignore[arg-type]
+    return say(text, fake, SpeechOptions(), output, SynthesisSettings())
 
 
 def test_plays_every_chunk_and_closes_the_output() -> None:

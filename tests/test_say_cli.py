@@ -37,6 +37,17 @@ def test_say_out_writes_a_valid_wav(tmp_path: Path) -> None:
     assert "first audio after" in result.stderr
 
 
+def test_say_speaks_mandarin_with_a_voice_directory(tmp_path: Path, mandarin_voice: Path) -> None:
+    out = tmp_path / "zh.wav"
+    text = "车门即将关闭，请注意安全。"
+    result = run_cli("say", "--voice", str(mandarin_voice), "--out", str(out), text)
+    assert result.returncode == 0, result.stderr
+    params, pcm = read_wav(out)
+    assert params.framerate == 24000  # the voice's own rate: nothing to resample to
+    assert 11 / 7 < len(pcm) / 24000 < 11 / 3 + 0.7  # 11 syllables, with pauses
+    assert np.sqrt(np.mean((pcm / 32768.0) ** 2)) > 0.02
+
+
 def test_say_reads_stdin_and_applies_volume(tmp_path: Path) -> None:
     loud, quiet = tmp_path / "loud.wav", tmp_path / "quiet.wav"
     text = "The mail has arrived."

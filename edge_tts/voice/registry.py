@@ -33,20 +33,8 @@ class Voices:
 
     def _make(self, vs: VoiceSettings) -> SpeechVoice:
         synthesis = self._settings.synthesis
-        if vs.path is not None and voice_dir.is_voice_dir(Path(vs.path)):
-            return TwoStageVoice(
-                Path(vs.path),
-                pinned_sha256=vs.sha256,
-                threads=synthesis.threads,
-                max_phonemes=synthesis.max_phonemes,
-            )
-        voice_files = files.from_model_path(vs.path) if vs.path else files.default_voice()
-        return Voice(
-            voice_files,
-            pinned_sha256=vs.sha256,
-            threads=synthesis.threads,
-            max_phonemes=synthesis.max_phonemes,
-        )
+        spec = str(vs.path) if vs.path is not None else None
+        return open_voice(spec, vs.sha256, synthesis.threads, synthesis.max_phonemes)
 
     @property
     def default(self) -> SpeechVoice:
@@ -102,3 +90,13 @@ class Voices:
 
     def all(self) -> Mapping[str, SpeechVoice]:
         return self._voices
+
+
+def open_voice(
+    spec: str | None, pinned_sha256: str | None, threads: int, max_phonemes: int | None
+) -> SpeechVoice:
+    """A voice given as nothing (the default), a Piper voice name or .onnx path, or a
+    two-stage voice's directory; not loaded yet."""
+    if spec is not None and voice_dir.is_voice_dir(Path(spec).expanduser()):
+        return TwoStageVoice(Path(spec).expanduser(), pinned_sha256, threads, max_phonemes)
+    return Voice(files.resolve(spec), pinned_sha256, threads, max_phonemes)
