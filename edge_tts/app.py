@@ -15,8 +15,10 @@ import time
 from collections.abc import Callable
 
 from .audio.output import open_output
+from .cache.service import CacheService
 from .config import Settings
 from .dedupe import PlayedStore
+from .homeassistant.controls import Controls, optional_subscriptions
 from .intake import Intake
 from .lifecycle import Part, Parts, nothing
 from .messages.events import event
@@ -32,6 +34,7 @@ from .voice.base import SpeechVoice
 from .voice.integrity import ModelIntegrityError
 from .voice.registry import Voices
 from .voice.voice_dir import VoiceDirError
+from .wyoming import WyomingServer
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -59,12 +62,19 @@ class Daemon:
         self.output = open_output(s.audio, rate)
         # Created on the first save: an unwritable state directory degrades, not refuses.
         self.played = PlayedStore(s.resolved_state_dir() / "played.json")
-        subscriptions = self.topics.subscriptions()
+        subscriptions = [*self.topics.subscriptions(), *self.topics.controls()]
         self.link = MqttLink(
-            s.broker, s.client_id, subscriptions, self.topics.availability, self._on_message
+            s.broker,
+            s.client_id,
+            subscriptions,
+            self.topics.availability,
+            self._on_message,
+            optional=optional_subscriptions(s),
         )
         self.link.on_connected = self._on_connected
         self.reporter = MqttReporter(self.link, self.topics, self.telemetry)
+        # Also under the state directory, and also degraded, not refused, when unwritable.
+        self.cache = CacheService(s, self.telemetry)
         self.pipeline = Pipeline(
             s.synthesis,
             s.queue,
@@ -74,9 +84,19 @@ class Daemon:
             telemetry=self.telemetry,
             played=self.played,
             router=Router(s.synthesis, self.voices),
+            cache=self.cache.lookup,
         )
+        self.cache.attach(self.pipeline.schedule, self.voices, self.pipeline.router)
         self.intake = Intake(
             s, self.voices, self.link, self.reporter, self.pipeline, self.telemetry
+        )
+        # Stop and volume over MQTT, and Home Assistant's discovery of them.
+        self.controls = Controls(s, self.topics, self.link, self.pipeline, self.output)
+        # HA Assist's TTS over Wyoming: the pipeline's workers, ranked below local playback.
+        self.wyoming = (
+            WyomingServer(s, self.voices, self.pipeline.schedule, self.telemetry)
+            if s.wyoming.uri is not None
+            else None
         )
         self.publisher = TelemetryPublisher(
             self.telemetry, s.telemetry.interval, self.gauges, self._publish_telemetry
@@ -88,12 +108,17 @@ class Daemon:
 
     def _parts(self) -> list[Part]:
         """In dependency order: the pipeline reports through the link, so the link stops
-        after it (the `deferred` events of a stop still go out)."""
+        after it (the `deferred` events of a stop still go out); the Wyoming server hands
+        its work to the pipeline's workers, so it stops before them."""
         return [
             Part("voice", self._preload, nothing),
             Part("audio", self.output.start, self.output.close),
+            Part("controls", self.controls.start, self.controls.stop),
+            # Before MQTT: what cannot pause for a request (the FP32 build's load) is done.
+            Part("cache", self.cache.start, self.cache.stop),
             Part("mqtt", self.link.start, self.link.stop),
             Part("pipeline", self.pipeline.start, self._stop_pipeline),
+            *([Part("wyoming", self.wyoming.start, self.wyoming.stop)] if self.wyoming else []),
             Part("telemetry", self.publisher.start, self.publisher.stop),
             Part("health", self.health.start, self.health.stop),
         ]
@@ -151,11 +176,13 @@ class Daemon:
         self.stop_event.wait()
 
     def _on_message(self, inbound: Inbound) -> None:
-        self.intake.on_message(inbound)
+        if not self.controls.take(inbound):
+            self.intake.on_message(inbound)
 
     def _on_connected(self) -> None:
         if self.link.connects > 1:
             self.telemetry.count("reconnects")
+        self.controls.on_connected()
 
     def _install_signals(self) -> None:
         def handle(signum: int, _frame: object) -> None:
@@ -170,11 +197,14 @@ class Daemon:
     def checks(self) -> dict[str, Callable[[], bool]]:
         # Liveness, not health: a broker outage or a missing card is reported in STATUS
         # and telemetry while the components retry; only a dead thread stops the pings.
-        return {
+        checks = {
             "mqtt": lambda: self.link.alive,
             "synthesis": self.pipeline.alive,
             "audio": lambda: self.output.alive,
         }
+        if self.wyoming is not None:
+            checks["wyoming"] = lambda: self.wyoming is None or self.wyoming.alive
+        return checks
 
     def problems(self) -> list[str]:
         """What is wrong now, in words a user can act on (empty when all is well)."""
@@ -183,6 +213,10 @@ class Daemon:
             found.append(f"audio {self.output.status}")
         if self.played.problem is not None:
             found.append(f"state {self.played.problem}")
+        if self.cache.problem is not None:
+            found.append(f"cache {self.cache.problem}")
+        if self.wyoming is not None and self.wyoming.problem is not None:
+            found.append(f"wyoming {self.wyoming.problem}")
         return found
 
     def status_line(self) -> str:
@@ -190,6 +224,7 @@ class Daemon:
         voice = self.voices.default
         loaded = "loaded" if voice.loaded else "lazy"
         state = f"; state degraded: {self.played.problem}" if self.played.problem else ""
+        state += f"; cache degraded: {self.cache.problem}" if self.cache.problem else ""
         line = (
             f"mqtt {link}; audio {self.output.status}; voice {voice.name} ({loaded}); "
             f"queue {self.pipeline.depth}{state}"
@@ -200,6 +235,7 @@ class Daemon:
         """The health tick's status step: retry what failed, say what changed."""
         self.output.recover()
         self.played.recover()
+        self.cache.recover()
         problems = self.problems()
         if problems != self._last_problems:
             status = "degraded" if problems else "ok"
@@ -224,6 +260,8 @@ class Daemon:
             "queue_depth": self.pipeline.depth,
             "syntheses_in_flight": self.pipeline.in_flight,
             "mqtt_connected": self.link.connected,
+            "cache": self.cache.gauges(),
+            "wyoming_clients": self.wyoming.clients if self.wyoming is not None else None,
             "voices": {
                 n: {"loaded": v.loaded, "sha256": v.sha256} for n, v in self.voices.all().items()
             },

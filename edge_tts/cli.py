@@ -1,5 +1,5 @@
 """Command line: `edge-ttsd run | check-config | say | verify-model | quantize | wait-online |
-voice import`."""
+voice import | homeassistant remove`."""
 
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_quantize(sub)
     _add_wait_online(sub)
     _add_voice(sub)
+    _add_homeassistant(sub)
     return parser
 
 
@@ -97,8 +98,16 @@ def _add_say(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _add_verify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("verify-model", help="check a model against its pinned digest; print it")
-    p.add_argument("model", nargs="?", help="path to voice.onnx (default: the default voice)")
-    p.add_argument("--sha256", help="expected SHA-256 (else the manifest's, else builtin)")
+    p.add_argument(
+        "model",
+        nargs="?",
+        help="path to voice.onnx or a voice directory (default: the default voice)",
+    )
+    p.add_argument(
+        "--sha256",
+        help="expected SHA-256 (of a voice directory: its manifest.json's); "
+        "else the manifest's, else builtin",
+    )
     p.set_defaults(func=_cmd_verify)
 
 
@@ -150,6 +159,25 @@ def _add_voice(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     imp.add_argument("--force", action="store_true", help="replace an existing voice directory")
     imp.set_defaults(func=_cmd_voice_import)
+
+
+def _add_homeassistant(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("homeassistant", help="Home Assistant's view of this device")
+    actions = p.add_subparsers(dest="action", required=True)
+    rm = actions.add_parser(
+        "remove",
+        help="remove a decommissioned device from Home Assistant",
+        description="Clears the device's retained discovery config (HA deletes the device "
+        "and its entities) and volume. Stop the daemon first: it announces itself again at "
+        "every connect. Exit 0 once the broker has them, 1 on timeout (also: broker "
+        "unreachable), 2 when the broker refuses the login, 78 for a bad config.",
+    )
+    rm.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="YAML settings file")
+    rm.add_argument(
+        "--password-file", type=Path, help="broker password (else the config's own source)"
+    )
+    rm.add_argument("--timeout", type=float, default=30.0, help="seconds (default %(default)g)")
+    rm.set_defaults(func=_cmd_homeassistant_remove)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -247,9 +275,11 @@ def _say_output(out: Path | None, audio: AudioSettings, rate: int) -> AudioOutpu
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from .voice import files
+    from .voice import files, voice_dir
     from .voice.integrity import ModelIntegrityError, read_verified
 
+    if args.model is not None and voice_dir.is_voice_dir(Path(args.model).expanduser()):
+        return _verify_voice_dir(Path(args.model).expanduser(), args.sha256)
     try:
         voice = files.resolve(args.model)
         verified = read_verified(voice.model, pinned=args.sha256, builtin=voice.builtin_digest)
@@ -257,6 +287,26 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         return _fail(EXIT_REFUSED, str(err))
     state = "unpinned" if verified.pinned_by == "none" else f"OK (pinned by {verified.pinned_by})"
     print(f"{verified.sha256}  {voice.model}  {state}")
+    return 0
+
+
+def _verify_voice_dir(directory: Path, pinned: str | None) -> int:
+    """A two-stage voice as the daemon loads it: the manifest against `pinned`, every file
+    it lists against the manifest, voice.json parsed, both graphs self-contained ONNX."""
+    from .voice import voice_dir
+    from .voice.integrity import ModelIntegrityError, parse_self_contained
+
+    try:
+        config, manifest = voice_dir.verify(directory, pinned)
+        graphs = {config.acoustic.file, config.vocoder.file}
+        for name in dict.fromkeys([*manifest.files, *graphs]):  # unlisted graphs: refused
+            data = voice_dir.read_file(directory, name, manifest)
+            if name in graphs:
+                parse_self_contained(directory / name, data)
+    except (voice_dir.VoiceDirError, ModelIntegrityError) as err:
+        return _fail(EXIT_REFUSED, str(err))
+    state = "OK (pinned by config)" if pinned else "unpinned"
+    print(f"{manifest.sha256}  {directory}  {state}; {len(manifest.files)} files verified")
     return 0
 
 
@@ -272,6 +322,16 @@ def _cmd_wait_online(args: argparse.Namespace) -> int:
 
     try:
         return wait_online(load_settings(args.config), args.timeout, args.password_file)
+    except ConfigError as err:
+        return _fail(EXIT_REFUSED, f"{args.config}: {err}")
+
+
+def _cmd_homeassistant_remove(args: argparse.Namespace) -> int:
+    from .config import ConfigError, load_settings
+    from .homeassistant.remove import remove
+
+    try:
+        return remove(load_settings(args.config), args.timeout, args.password_file)
     except ConfigError as err:
         return _fail(EXIT_REFUSED, f"{args.config}: {err}")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -54,6 +55,7 @@ class Chunk:
     synth_seconds: float = 0.0
     started_at: float | None = None  # monotonic: its synthesis began
     first_audio_at: float | None = None  # its first piece of audio was ready
+    cached: bool = False  # its audio came from the phrase cache, not the voice
 
 
 @dataclass(eq=False)
@@ -82,6 +84,10 @@ class Job:
     def synth_seconds(self) -> float:
         return sum(c.synth_seconds for c in self.chunks or [])
 
+    @property
+    def cached_chunks(self) -> int:
+        return sum(c.cached for c in self.chunks or [])
+
     def sort_key(self) -> tuple[int, int]:
         return (-int(self.request.priority), self.seq)
 
@@ -104,4 +110,13 @@ class ChunkTask:
     index: int
 
 
-Task = PlanTask | ChunkTask
+@dataclass(frozen=True)
+class StepTask:
+    """A step of work for a client that does not play here (a Wyoming response: one text
+    chunk into its pieces); ranked below every local task (schedule.py)."""
+
+    name: str  # for logs: whose work it is
+    run: Callable[[], None]
+
+
+Task = PlanTask | ChunkTask | StepTask

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,10 +59,14 @@ class MqttLink:
         subscriptions: list[str],
         availability_topic: str,
         on_message: Callable[[Inbound], None],
+        optional: Sequence[str] = (),
     ):
         self._broker = broker
         self._client_id = client_id
         self._subscriptions = subscriptions
+        # Outside the daemon's own topics (Home Assistant's status), where a broker ACL
+        # may refuse them: logged, but the daemon serves without them.
+        self._optional = list(optional)
         self._availability = availability_topic
         self._on_message = on_message
         self._lock = threading.Lock()
@@ -217,7 +221,8 @@ class MqttLink:
         )
         client.publish(self._availability, "online", qos=1, retain=True)
         # Connected means "serving": only once the broker has granted every subscription.
-        result, mid = mqtt_client.subscribe(client, self._protocol, self._subscriptions)
+        topics = [*self._subscriptions, *self._optional]
+        result, mid = mqtt_client.subscribe(client, self._protocol, topics)
         with self._lock:
             self._pending_subscribe = mid if result == mqtt.MQTT_ERR_SUCCESS else None
 
@@ -233,10 +238,14 @@ class MqttLink:
             if mid != self._pending_subscribe:
                 return
             self._pending_subscribe = None
-        refused = [str(r) for r in reasons if r.is_failure]
+        required = len(self._subscriptions)  # SUBACK answers in the order subscribed
+        refused = [str(r) for r in reasons[:required] if r.is_failure]
         if refused:
             _LOGGER.error("Broker refused subscriptions %s: %s", self._subscriptions, refused)
             return
+        for topic, reason in zip(self._optional, reasons[required:], strict=False):
+            if reason.is_failure:
+                _LOGGER.warning("Broker refused %s: %s; serving without it", topic, reason)
         self._connected.set()
         if self.on_connected is not None:
             self.on_connected()

@@ -17,8 +17,9 @@ from collections.abc import Callable
 import numpy as np
 
 from .audio.output import AudioOutput, AudioUnavailableError, Utterance
+from .cache.serving import ChunkAudio, PhraseCache
 from .config import QueueSettings, SynthesisSettings
-from .jobs import Chunk, Job, PlanTask, Played, Reporter
+from .jobs import Chunk, Job, PlanTask, Played, Reporter, StepTask
 from .routing import Router
 from .schedule import Schedule
 from .synthesis import render
@@ -45,6 +46,7 @@ class Pipeline:
         telemetry: Telemetry,
         played: Played,
         router: Router | None = None,
+        cache: PhraseCache | None = None,
     ):
         self.synthesis = synthesis
         self.router = router or Router(synthesis)
@@ -53,6 +55,7 @@ class Pipeline:
         self.reporter = reporter
         self.telemetry = telemetry
         self.played = played
+        self.cache = cache
         self._stop = threading.Event()
         self.schedule = Schedule(queue_settings.size, output, self._stop)
         self._threads = [
@@ -111,6 +114,12 @@ class Pipeline:
         else:
             self.reporter.queued(job, position)
 
+    def stop_playing(self, by: str) -> str | None:
+        """Fade out what plays, as an interrupting request does; its sender gets
+        `interrupted` with `by`. The id of the request stopped, or None."""
+        job = self.schedule.interrupt_playing(by)
+        return None if job is None else job.request.id
+
     # --- synthesis workers -------------------------------------------------------------
 
     def _synth_loop(self) -> None:
@@ -121,10 +130,13 @@ class Pipeline:
             try:
                 if isinstance(task, PlanTask):
                     self._plan(task.job)
+                elif isinstance(task, StepTask):
+                    task.run()  # a Wyoming response's next chunk (schedule.py ranks it last)
                 else:
                     self._synthesize(task.job, task.index)
             except Exception:  # whatever one job does, the worker goes on to the next
-                _LOGGER.exception("Synthesis worker failed on %s", task.job.request.id)
+                name = task.name if isinstance(task, StepTask) else task.job.request.id
+                _LOGGER.exception("Synthesis worker failed on %s", name)
                 self.telemetry.count("errors")
             finally:
                 self.schedule.task_done()
@@ -146,8 +158,11 @@ class Pipeline:
         assert job.chunks is not None
         chunk = job.chunks[index]
         started = chunk.started_at = time.monotonic()
+        audio = self._cached_audio(job, chunk, index == 0)
         try:
-            pieces = render(chunk.voice, chunk.text, chunk.options, index == 0, self.output_rate)
+            pieces = render(
+                chunk.voice, chunk.text, chunk.options, index == 0, self.output_rate, audio
+            )
             for pcm in pieces:
                 if chunk.first_audio_at is None:
                     chunk.first_audio_at = time.monotonic()
@@ -158,9 +173,24 @@ class Pipeline:
         except Exception as err:  # a broken voice must not kill the worker
             _LOGGER.exception("Synthesis of %s chunk %d failed", job.request.id, index)
             chunk.error = f"synthesis failed: {err}"
+        finally:
+            if audio is not None:
+                audio.close()  # a synthesis cut short: whoever waits for its chunk goes on
         chunk.synth_seconds = time.monotonic() - started
         chunk.pieces.put(None)
         chunk.ready.set()
+
+    def _cached_audio(self, job: Job, chunk: Chunk, first: bool) -> ChunkAudio | None:
+        """The chunk's voice audio through the phrase cache (None: the voice's own)."""
+        if self.cache is None or not job.request.cache:
+            return None
+        try:
+            audio = self.cache.audio(chunk.voice, chunk.text, chunk.options, first)
+        except Exception:  # speaking matters more than caching: synthesize as without it
+            _LOGGER.exception("Phrase cache lookup failed for %s", job.request.id)
+            return None
+        chunk.cached = audio.cached
+        return audio
 
     # --- playback ----------------------------------------------------------------------
 

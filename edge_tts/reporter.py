@@ -68,6 +68,7 @@ class MqttReporter:
             synthesis_ms=round(job.synth_seconds * 1000),
             real_time_factor=round(rtf, 4) if rtf is not None else None,
             chunks=len(job.chunks or []),
+            cached_chunks=job.cached_chunks,
             first_chunk_chars=len(job.chunks[0].text) if job.chunks else None,
             stages_ms=_stages(job),
             voices=list(dict.fromkeys(chunk.voice.name for chunk in job.chunks or [])),

@@ -2,7 +2,9 @@
 
 The queue is a heap in priority order, then arrival; `playing` is the job the playback
 thread has taken. Synthesis workers ask for tasks (`next_task`), the playback thread for
-jobs (`next_job`); both block until there is one or the pipeline stops.
+jobs (`next_job`); both block until there is one or the pipeline stops. Work for clients
+that do not play here (the Wyoming server: `attach`) gets a worker only when no local
+task is waiting and playback is not waiting for a synthesis.
 """
 
 from __future__ import annotations
@@ -10,14 +12,22 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
+from typing import Protocol
 
 from .audio.output import AudioOutput
-from .jobs import ChunkTask, Job, PlanTask, Task
+from .jobs import ChunkTask, Job, PlanTask, StepTask, Task
 from .messages.request import SayRequest
 
 LOOKAHEAD_CHUNKS = 2  # synthesized but unplayed chunks of the playing request
 NEXT_JOB_CHUNKS = 1  # chunks prepared for the request that plays next
 _WAIT_S = 0.5  # how often a waiting thread re-checks the stop event
+
+
+class Background(Protocol):
+    """Work that plays elsewhere (Wyoming responses). `take` is called under the schedule's
+    lock, so it must be quick and must never call back into the schedule."""
+
+    def take(self) -> StepTask | None: ...
 
 
 class Schedule:
@@ -30,6 +40,18 @@ class Schedule:
         self._playing: Job | None = None
         self._seq = itertools.count()
         self._in_flight = 0
+        self._background: Background | None = None
+
+    def attach(self, background: Background) -> None:
+        """Serve `background` with the workers local requests leave idle."""
+        with self._cond:
+            self._background = background
+            self._cond.notify_all()
+
+    def wake(self) -> None:
+        """Background work became ready: an idle worker looks again."""
+        with self._cond:
+            self._cond.notify_all()
 
     @property
     def depth(self) -> int:
@@ -90,11 +112,23 @@ class Schedule:
         if job.request.priority > playing.request.priority or (
             job.request.interrupt and job.request.priority >= playing.request.priority
         ):
-            playing.interrupted_by = job.request.id
-            playing.cancel.set()
-            # Under the lock: the playback thread cannot take the next job (whose audio
-            # this would cut) before the output has dropped the interrupted one's.
-            self._output.interrupt()
+            self._interrupt(playing, job.request.id)
+
+    def interrupt_playing(self, by: str) -> Job | None:
+        """Stop what plays (a stop command): the job interrupted, or None when none was."""
+        with self._cond:
+            playing = self._playing
+            if playing is None or playing.interrupted_by or playing.concluded:
+                return None
+            self._interrupt(playing, by)
+            return playing
+
+    def _interrupt(self, playing: Job, by: str) -> None:
+        playing.interrupted_by = by
+        playing.cancel.set()
+        # Under the lock: the playback thread cannot take the next job (whose audio
+        # this would cut) before the output has dropped the interrupted one's.
+        self._output.interrupt()
 
     # --- synthesis workers ---------------------------------------------------------------
 
@@ -135,7 +169,9 @@ class Schedule:
                 if not chunk.taken:
                     chunk.taken = True
                     return ChunkTask(job, index)
-        return None
+        # Below every local need: a critical announcement waits for at most the one
+        # background step already running on each worker (README: Home Assistant).
+        return self._background.take() if self._background is not None else None
 
     @staticmethod
     def _awaited_in_flight(job: Job) -> bool:
@@ -174,3 +210,24 @@ class Schedule:
             self._playing = None
             self._cond.notify_all()
             return not self._queue
+
+    # --- background work (the phrase cache's pre-renderer) -------------------------------
+
+    def idle(self) -> bool:
+        """Nothing queued, playing or being synthesized."""
+        with self._cond:
+            return self._idle()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Until idle (True) or `timeout` seconds have passed (False)."""
+        with self._cond:
+            return self._cond.wait_for(self._idle, timeout)
+
+    def busy_since(self) -> float | None:
+        """When the oldest request now queued or playing arrived (monotonic); None if none."""
+        with self._cond:
+            jobs = [*self._queue, *([self._playing] if self._playing else [])]
+            return min((job.request.received_at for job in jobs), default=None)
+
+    def _idle(self) -> bool:
+        return not self._queue and self._playing is None and self._in_flight == 0

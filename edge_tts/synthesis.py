@@ -7,7 +7,7 @@ synthesized.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,28 +87,54 @@ class Synthesizer:
             raise EmptyTextError(f"nothing speakable in {text[:40]!r}")
 
 
-def render(
-    voice: SpeechVoice, text: str, options: SpeechOptions, first: bool, rate: int | None = None
+def voice_audio(
+    voice: SpeechVoice,
+    text: str,
+    options: SpeechOptions,
+    first: bool,
+    ids: list[list[int]] | None = None,
 ) -> Iterator[np.ndarray]:
-    """One normalized text chunk → int16 pieces at `rate` (default: the voice's).
+    """One normalized text chunk → the voice's own float32 pieces at its rate, before any
+    post-processing: what the phrase cache keeps. `ids`: the chunk's, when known already.
 
-    The first chunk of an utterance starts with a short decoder window and loses its
-    leading silence: both are about how soon the listener hears something. Pauses go
-    through the pause gate (the quantized voice's noise floor).
+    The first chunk of an utterance starts with a short decoder window: it is about how
+    soon the listener hears something.
     """
     params = options.params()
     opening = first
+    for sequence in voice.ids(text) if ids is None else ids:
+        for audio in voice.stream(sequence, params, FIRST_WINDOW_FRAMES if opening else None):
+            opening = False
+            yield audio
+
+
+def render(
+    voice: SpeechVoice,
+    text: str,
+    options: SpeechOptions,
+    first: bool,
+    rate: int | None = None,
+    audio: Iterable[np.ndarray] | None = None,
+) -> Iterator[np.ndarray]:
+    """One normalized text chunk → int16 pieces at `rate` (default: the voice's).
+
+    `audio` is the chunk's voice audio when it comes from elsewhere (the phrase cache);
+    by default the voice synthesizes it. Either way the same steps follow, so cached and
+    synthesized speech sound the same: the first chunk of an utterance loses its leading
+    silence, pauses go through the pause gate (the quantized voice's noise floor), then
+    resampling and int16 with the request's volume.
+    """
+    pieces = voice_audio(voice, text, options, first) if audio is None else audio
+    opening = first
     gate = PauseGate()
     resampler = Resampler(voice.sample_rate, rate or voice.sample_rate)
-    for ids in voice.ids(text):
-        first_frames = FIRST_WINDOW_FRAMES if opening else None
-        for audio in voice.stream(ids, params, first_frames):
-            if opening:
-                audio = trim_leading_silence(audio, voice.sample_rate)
-                opening = False
-            converted = resampler(gate.process(audio))
-            if converted.size:  # the resampler may hold a tiny piece back whole
-                yield to_pcm16(converted, options.volume)
+    for piece in pieces:
+        if opening:
+            piece = trim_leading_silence(piece, voice.sample_rate)
+            opening = False
+        converted = resampler(gate.process(piece))
+        if converted.size:  # the resampler may hold a tiny piece back whole
+            yield to_pcm16(converted, options.volume)
     rest = resampler.flush()
     if rest.size:
         yield to_pcm16(rest, options.volume)

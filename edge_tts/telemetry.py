@@ -89,6 +89,10 @@ class Telemetry:
         "duplicates",
         "retained_skipped",
         "deferred",
+        "wyoming_requests",  # responses the Wyoming server started
+        "wyoming_errors",  # Wyoming clients answered with an error, or dropped
+        "cache_hits",  # chunks served from the phrase cache
+        "cache_misses",  # chunks looked up there and synthesized
     )
 
     def __init__(self, window: int = 1000) -> None:

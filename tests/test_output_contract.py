@@ -322,6 +322,26 @@ def test_applies_volume_and_fades_in_and_out(rig: Rig) -> None:
     assert abs(int(heard[-1])) < 0.05 * 6000 and abs(int(heard[0])) < 0.05 * 6000
 
 
+def test_a_volume_change_applies_to_what_is_written_next(rig: Rig) -> None:
+    out = rig.open(fade_ms=0)
+    pcm = tone(440.0, 1.0, phase=0.5)
+    half = pcm.size // 2
+    mark = rig.mark()
+    utterance = Utterance("softer", RATE)
+    out.begin(utterance)
+    assert out.write(utterance, pcm[:half], NEVER)
+    out.set_volume(0.5)  # mid-utterance, as Home Assistant's slider does it
+    assert out.write(utterance, pcm[half:], NEVER)
+    assert out.end(utterance, NEVER, timeout=DEFAULT_TIMEOUT_S)
+    heard = rig.heard(mark, utterance, 1.0)[: pcm.size]
+    np.testing.assert_array_equal(heard[:half], pcm[:half])
+    np.testing.assert_array_equal(heard[half:], shaped(pcm[half:], 0.5, 0))
+    mark = rig.mark()
+    after = Utterance("after", RATE)
+    play(out, after, pcm)
+    np.testing.assert_array_equal(rig.heard(mark, after, 1.0)[: pcm.size], shaped(pcm, 0.5, 0))
+
+
 def test_refuses_audio_at_another_rate(rig: Rig) -> None:
     out = rig.open()
     with pytest.raises(ValueError, match="resample"):

@@ -107,6 +107,20 @@ def test_critical_interrupts_lower_priority(harness: Harness) -> None:
     assert "finished" not in [k for k, i, _ in harness.reporter.events if i == "long"]
 
 
+def test_stop_fades_out_what_plays_and_the_queue_goes_on(harness: Harness) -> None:
+    harness.output.speedup = 2
+    assert harness.pipeline.stop_playing("idle-stop") is None  # nothing plays
+    harness.submit(LONG, id="long")
+    harness.reporter.wait("started", "long")
+    harness.submit("Next.", id="next")
+    interrupts = harness.output.interrupts
+    assert harness.pipeline.stop_playing("ha-stop-button") == "long"
+    assert harness.pipeline.stop_playing("again") is None  # already stopping
+    harness.reporter.wait("finished", "next")
+    assert ("interrupted", "long", "ha-stop-button") in harness.reporter.events
+    assert harness.output.interrupts == interrupts + 1  # faded out, as an interrupt is
+
+
 def test_interrupt_flag_does_not_preempt_higher_priority(harness: Harness) -> None:
     harness.output.speedup = 4
     harness.submit(LONG, id="high", priority="high")

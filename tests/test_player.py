@@ -25,7 +25,7 @@ import pytest
 from edge_tts.audio import device, wav
 from edge_tts.audio.alsa import AlsaOutput
 from edge_tts.audio.device import portaudio_device
-from edge_tts.audio.dsp import fade_in_gain, fade_out_gain
+from edge_tts.audio.dsp import fade_in_gain, fade_out_gain, ms_to_frames
 from edge_tts.audio.output import AudioUnavailableError, Utterance, open_output
 from edge_tts.audio.wavdir import WavDirOutput, safe_name
 from edge_tts.config import AudioSettings
@@ -628,7 +628,9 @@ def test_wav_dir_writes_one_exact_wav_per_utterance(tmp_path: Path) -> None:
     assert u.first_sample_at <= u.finished_at
     rate, channels, width, frames = read_wav(tmp_path / "out" / "req-1.wav")
     assert (rate, channels, width) == (RATE, 1, 2)
-    np.testing.assert_array_equal(frames, pcm)
+    lead_in = ms_to_frames(AudioSettings().lead_in_ms, RATE)  # for a player that wakes late
+    assert lead_in > 0 and not frames[:lead_in].any()
+    np.testing.assert_array_equal(frames[lead_in:], pcm)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["req-1.wav"]
 
 
@@ -645,7 +647,7 @@ def test_wav_dir_appears_only_when_complete(tmp_path: Path) -> None:
 
 
 def test_wav_dir_applies_fades_and_volume(tmp_path: Path) -> None:
-    out = wav_output(tmp_path, volume=0.5, fade_ms=15)
+    out = wav_output(tmp_path, volume=0.5, fade_ms=15, lead_in_ms=0)
     out.start()
     u = Utterance("faded", RATE)
     out.begin(u)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from edge_tts.audio.dsp import ms_to_frames
 from edge_tts.audio.output import AudioOutput
 from edge_tts.audio.wavfile import WavFileOutput
 from edge_tts.config import AudioSettings, SynthesisSettings
@@ -61,7 +62,9 @@ def test_wav_file_output_writes_the_named_file_whole(tmp_path: Path) -> None:
     report = speak(WavFileOutput(path, AudioSettings(), 22050))
     with wave.open(str(path), "rb") as wav:
         assert (wav.getnchannels(), wav.getsampwidth(), wav.getframerate()) == (1, 2, 22050)
-        assert wav.getnframes() / 22050 == pytest.approx(report.audio_seconds)
+        lead_in = ms_to_frames(AudioSettings().lead_in_ms, 22050)  # players wake late
+        assert (wav.getnframes() - lead_in) / 22050 == pytest.approx(report.audio_seconds)
+        assert lead_in > 0 and not any(wav.readframes(lead_in))
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left
 
 

@@ -37,6 +37,9 @@ class Knobs:
             "telemetry": {"interval": 2},
             "synthesis": {"preload": True},
             "audio": {},
+            # These phases measure synthesis, and repeat their texts: with the phrase cache
+            # the repeats would be hits (bench/cache.py measures the cache).
+            "cache": {"enabled": False},
         }
         if self.block_frames is not None:
             settings["audio"]["block_frames"] = self.block_frames

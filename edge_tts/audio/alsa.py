@@ -153,6 +153,12 @@ class AlsaOutput:
             self._ring.cut(fade)
             self._retire_tracks(self._ring.frames_written)
 
+    def set_volume(self, volume: float) -> None:
+        with self._lock:
+            self.volume = volume
+            if self._writing is not None:
+                self._writing.shaper.volume = volume
+
     def _writing_track(self, utterance: Utterance) -> _Track:
         track = self._writing
         if track is None or track.utterance is not utterance:

@@ -84,6 +84,10 @@ class AudioOutput(Protocol):
     def recover(self) -> None:
         """Called periodically: a degraded output may retry its device here."""
 
+    def set_volume(self, volume: float) -> None:
+        """Change the gain now, for the utterance being written and every later one; audio
+        already buffered ahead of the device (at most `ring_buffer_seconds`) keeps its own."""
+
 
 def open_output(settings: AudioSettings, sample_rate: int) -> AudioOutput:
     """The output `settings.sink` names, at `sample_rate`, not started yet."""

@@ -1,7 +1,7 @@
 """What both WAV sinks share: `WavWriter`, one utterance's file written under a hidden
 name until it is complete, and `WavOutput`, the AudioOutput logic around it (one
-utterance at a time, shaped with the volume and fades a sound card would play; an
-interrupted, stopped or failed utterance leaves no file).
+utterance at a time, shaped with the volume and fades a sound card would play, after
+`audio.lead_in_ms` of silence; an interrupted, stopped or failed utterance leaves no file).
 
 Two sinks build on it and say where each file goes and what a failure means:
 `WavDirOutput` (wavdir.py: one file per request, degrades and recovers with its
@@ -33,12 +33,18 @@ class WavWriter:
     """One utterance's WAV under a hidden temporary name until commit() renames it."""
 
     def __init__(
-        self, utterance: Utterance, final: Path, rate: int, shaper: Shaper, fade_out: int
+        self,
+        utterance: Utterance,
+        final: Path,
+        rate: int,
+        shaper: Shaper,
+        fade_out: int,
+        lead_in: int = 0,
     ) -> None:
         self.utterance = utterance
         self.final = final
         self.temp = final.with_name(f".{final.stem}.{secrets.token_hex(4)}.part")
-        self._shaper = shaper
+        self.shaper = shaper
         self._fade_out = fade_out
         self._tail = np.zeros(0, dtype=np.int16)  # held back until end() to fade it out
         fd = os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
@@ -47,9 +53,12 @@ class WavWriter:
         self._wav.setnchannels(1)
         self._wav.setsampwidth(2)
         self._wav.setframerate(rate)
+        # Whoever plays the file opens a device for it, and one that wakes late clips the
+        # first word: silence first (frames, not speech, so first_sample_at is not set).
+        self._wav.writeframes(bytes(2 * lead_in))
 
     def write(self, pcm: np.ndarray) -> None:
-        data = np.concatenate((self._tail, self._shaper(pcm)))
+        data = np.concatenate((self._tail, self.shaper(pcm)))
         cut = max(0, data.size - self._fade_out)
         self._tail = data[cut:]
         if cut:
@@ -88,6 +97,7 @@ class WavOutput(ABC):
         self.sample_rate = sample_rate
         self.volume = settings.volume
         self.fade_ms = settings.fade_ms
+        self.lead_in = ms_to_frames(settings.lead_in_ms, sample_rate)
         self._lock = threading.Lock()  # interrupt() and close() come from other threads
         self._reason: str | None = "not started"
         self._current: WavWriter | None = None
@@ -139,7 +149,8 @@ class WavOutput(ABC):
         fade = ms_to_frames(self.fade_ms, self.sample_rate)
         shaper = Shaper(self.volume, fade)
         try:
-            wav = WavWriter(utterance, self._path(utterance), self.sample_rate, shaper, fade)
+            path = self._path(utterance)
+            wav = WavWriter(utterance, path, self.sample_rate, shaper, fade, self.lead_in)
         except OSError as err:
             raise self._failed(err) from err
         self._swap(wav)
@@ -181,6 +192,12 @@ class WavOutput(ABC):
         if current is not None:
             current.utterance.interrupted = True
             current.discard()
+
+    def set_volume(self, volume: float) -> None:
+        with self._lock:
+            self.volume = volume
+            if self._current is not None:
+                self._current.shaper.volume = volume
 
     def _swap(self, wav: WavWriter | None) -> None:
         """Make `wav` the current file; an unfinished one before it is discarded."""

@@ -133,6 +133,8 @@ def coerce(hint: Any, value: object, rules: Rules) -> object:
         return value
     if get_origin(kind) is Mapping:
         return _frozen_mapping(get_args(kind)[1], value)
+    if get_origin(kind) is tuple:
+        return _texts(value)
     clean = _SCALARS[kind](value, rules)
     for check in rules.checks:
         clean = check(clean)
@@ -148,6 +150,16 @@ def _frozen_mapping(kind: type, value: object) -> Mapping[str, object]:
         if not isinstance(item, kind):
             raise Invalid(f"{name} must be {kind.__name__}, got {show(item)}")
     return types.MappingProxyType(dict(value))
+
+
+def _texts(value: object) -> tuple[str, ...]:
+    """A list of texts (`tuple[str, ...]` fields): frozen, each item non-empty text."""
+    if not isinstance(value, list | tuple):
+        raise Invalid(f"must be a list of texts, got {show(value)}")
+    for index, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            raise Invalid(f"item {index + 1} must be non-empty text, got {show(item)}")
+    return tuple(value)
 
 
 # --- scalar types ----------------------------------------------------------------------

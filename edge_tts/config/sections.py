@@ -10,6 +10,7 @@ import dataclasses
 import os
 import string
 import types
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,6 +160,9 @@ class AudioSettings(Checked):
     fade_ms: int = setting(15, between(0, 1000))
     block_frames: int = setting(512, between(16, 16384))
     latency_ms: int = setting(50, between(5, 2000))
+    # Silence before the speech of audio another player opens per request (WAV files,
+    # Wyoming responses): a device that wakes late clips the first word. Not on ALSA.
+    lead_in_ms: int = setting(250, between(0, 5000))
 
     def _check_together(self) -> None:
         if self.sink == "wav-dir" and self.wav_dir is None:
@@ -174,6 +178,45 @@ class TelemetrySettings(Checked):
 class HermesSettings(Checked):
     enabled: bool = True
     site_id: str | None = setting(None, _topic_level)  # None: device_id
+
+
+@dataclass(frozen=True)
+class HomeAssistantSettings(Checked):
+    discovery: bool = True  # announce the device and its controls by MQTT discovery
+    prefix: str = setting("homeassistant", _topic_prefix)  # HA's discovery prefix
+
+
+@dataclass(frozen=True)
+class CacheSettings(Checked):
+    """The phrase cache (edge_tts/cache/): synthesized chunks kept on disk in the state
+    directory, and `phrases` rendered ahead while the daemon is idle."""
+
+    enabled: bool = True
+    max_mb: float = setting(50.0, between(1, 100_000))  # MiB on disk, LRU beyond
+    phrases: tuple[str, ...] = ()
+    phrases_file: Path | None = field(default=None, metadata=FILE)  # one phrase a line
+
+
+def _wyoming_uri(value: str) -> str:
+    parsed = urllib.parse.urlparse(value)
+    if parsed.scheme == "unix" and parsed.path:
+        return value
+    try:
+        port = parsed.port
+    except ValueError:
+        port = None
+    if parsed.scheme == "tcp" and parsed.hostname and port is not None:
+        return value
+    raise Invalid(f'must be "tcp://HOST:PORT" or "unix:///PATH", got {value!r}')
+
+
+@dataclass(frozen=True)
+class WyomingSettings(Checked):
+    """The Wyoming TTS server for Home Assistant Assist (edge_tts/wyoming/)."""
+
+    uri: str | None = setting(None, _wyoming_uri)  # None: off; tcp://0.0.0.0:10200 is usual
+    max_clients: int = setting(4, between(1, 64))  # connections at once; more are refused
+    idle_timeout: float = setting(60.0, between(1, 3600))  # seconds without a client event
 
 
 def _default_voices() -> Mapping[str, VoiceSettings]:
@@ -195,6 +238,9 @@ class Settings(Checked):
     audio: AudioSettings = field(default_factory=AudioSettings)
     telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
     hermes: HermesSettings = field(default_factory=HermesSettings)
+    homeassistant: HomeAssistantSettings = field(default_factory=HomeAssistantSettings)
+    cache: CacheSettings = field(default_factory=CacheSettings)
+    wyoming: WyomingSettings = field(default_factory=WyomingSettings)
     log_level: str = setting("INFO", one_of(*LOG_LEVELS, fold_case=True))
     state_dir: Path | None = None  # None: $STATE_DIRECTORY or ~/.local/state/edge-tts
 

@@ -19,7 +19,8 @@ MAX_JSON_DEPTH = 8
 
 def parse_say(env: Envelope, max_text_chars: int, default_ttl: float | None = None) -> SayRequest:
     """Plain UTF-8 text, or JSON {text, id, priority, voice, language, speaker, speed,
-    volume, ttl | expires_at, interrupt}. Raises BadRequest with a reason a user can act on."""
+    volume, ttl | expires_at, interrupt, cache}. Raises BadRequest with a reason a user
+    can act on."""
     _check_response_topic(env)
     text = _decode(env.payload)
     return _request(env, _say_fields(text), max_text_chars, default_ttl)
@@ -129,6 +130,7 @@ _KNOWN = {
     "ttl",
     "expires_at",
     "interrupt",
+    "cache",
 }
 
 
@@ -161,6 +163,7 @@ def _request(
         volume=_number(f, "volume", 0.0, 2.0),
         expires_at=_expiry(f, env, default_ttl),
         interrupt=bool(_opt(f, "interrupt", bool) or False),
+        cache=_opt(f, "cache", bool) is not False,
         received_at=env.received_at,
         response_topic=env.response_topic,
         correlation_data=env.correlation_data,

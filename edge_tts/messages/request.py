@@ -42,6 +42,7 @@ class SayRequest:
     volume: float | None = None
     expires_at: float | None = None  # time.time() seconds
     interrupt: bool = False
+    cache: bool = True  # False: neither served from nor stored in the phrase cache
     received_at: float = field(default_factory=time.monotonic)
     response_topic: str | None = None
     correlation_data: bytes | None = None

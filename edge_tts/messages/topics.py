@@ -38,6 +38,23 @@ class Topics:
     def telemetry(self) -> str:
         return f"{self.prefix}/{self.device}/telemetry"
 
+    # Controls (Home Assistant's button and number use them; any client may).
+    @property
+    def stop(self) -> str:
+        return f"{self.prefix}/{self.device}/stop"
+
+    @property
+    def volume_set(self) -> str:
+        return f"{self.prefix}/{self.device}/volume/set"
+
+    @property
+    def volume(self) -> str:
+        """Retained: the output volume now (a gain, 0-2)."""
+        return f"{self.prefix}/{self.device}/volume"
+
+    def controls(self) -> list[str]:
+        return [self.stop, self.volume_set]
+
     hermes_say = "hermes/tts/say"
     hermes_finished = "hermes/tts/sayFinished"
     hermes_error = "hermes/error/tts"
@@ -45,6 +62,16 @@ class Topics:
     def subscriptions(self) -> list[str]:
         topics = [self.say, self.broadcast]
         return [*topics, self.hermes_say] if self.hermes_enabled else topics
+
+
+def discovery_topic(ha_prefix: str, object_id: str) -> str:
+    """Home Assistant's device-based discovery topic (HA 2024.11+)."""
+    return f"{ha_prefix}/device/{object_id}/config"
+
+
+def ha_status_topic(ha_prefix: str) -> str:
+    """Where Home Assistant announces itself: `online` after each start."""
+    return f"{ha_prefix}/status"
 
 
 def publish_topic_problem(topic: str) -> str | None:

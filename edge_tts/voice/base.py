@@ -50,6 +50,11 @@ class SpeechVoice(Protocol):
         ...
 
     @property
+    def speakers(self) -> list[str]:
+        """Its speakers' names in id order; empty for a voice with one speaker."""
+        ...
+
+    @property
     def loaded(self) -> bool: ...
 
     @property

@@ -141,6 +141,13 @@ class Voice:
         return 0.0  # VITS ends each sentence with its own pause
 
     @property
+    def speakers(self) -> list[str]:
+        if self.config.num_speakers <= 1:
+            return []
+        names = {number: name for name, number in self.config.speaker_id_map.items()}
+        return [names.get(number, str(number)) for number in range(self.config.num_speakers)]
+
+    @property
     def loaded(self) -> bool:
         return self._engine is not None
 

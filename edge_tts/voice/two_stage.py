@@ -80,6 +80,11 @@ class TwoStageVoice:
         return self.config.sentence_silence_s
 
     @property
+    def speakers(self) -> list[str]:
+        speakers = self.config.speakers
+        return sorted(speakers, key=speakers.__getitem__) if len(speakers) > 1 else []
+
+    @property
     def loaded(self) -> bool:
         return self._sessions is not None
 

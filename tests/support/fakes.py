@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -37,6 +37,7 @@ class FakeVoice:
         self.language = "en-us"
         self.length_scale = 1.0
         self.sentence_silence_s = 0.0
+        self.speakers: list[str] = []
         self.sha256: str | None = None
 
     def warm_up(self, concurrent: int = 1) -> None:
@@ -163,6 +164,11 @@ class FakeOutput:
         self._current = None
         utterance.finished_at = time.monotonic()
         return True
+
+    def set_volume(self, volume: float) -> None:
+        self.settings = replace(self.settings, volume=volume)
+        if self._shaper is not None:
+            self._shaper.volume = volume
 
     def interrupt(self, fade_ms: int | None = None) -> None:
         self.interrupts += 1

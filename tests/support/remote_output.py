@@ -115,6 +115,8 @@ class _Server:
             return out.end(self._utterance(c), self._stop(c["stop"], c["stop_set"]), c["timeout"])
         if call == "interrupt":
             return out.interrupt(c["fade_ms"])
+        if call == "set_volume":
+            return out.set_volume(c["volume"])
         if call in ("start", "close", "recover"):
             return getattr(out, call)()
         if call == "state":
@@ -216,6 +218,9 @@ class RemoteOutput:
 
     def interrupt(self, fade_ms: int | None = None) -> None:
         self._call("interrupt", fade_ms=fade_ms)
+
+    def set_volume(self, volume: float) -> None:
+        self._call("set_volume", volume=volume)
 
     # -- the driver process -----------------------------------------------------------
 

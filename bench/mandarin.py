@@ -1,0 +1,719 @@
+"""The Mandarin voice next to the English voice, in one process, as the daemon runs them.
+
+    python bench/mandarin.py [--rounds 5] [--voice DIR] [--quick] [--zh-first-chunk 16]
+        [--e2e | --e2e-only] [--e2e-rounds 3] [--out results.json] [--json]
+
+Issue 11 (the Mandarin voice). Both voices live in this process the way the daemon holds
+them: `share_runtime(2)` first (one onnxruntime thread pool and arena for every session),
+each voice loaded and warmed up as edge_tts/app.py's `_preload` does
+(`warm_up(concurrent=synthesis.max_concurrent)`), every text planned as the router plans a
+one-script text (`prepare` with the synthesis defaults: first chunk of at most
+`first_chunk_chars`) and each chunk rendered by edge_tts/synthesis.py's `render()` at the
+output rate (22,050 Hz: the Mandarin voice's 24 kHz goes through the soxr resampler), the
+first chunk with the short first decoder/vocoder window (FIRST_WINDOW_FRAMES).
+
+Interleaved: every round speaks every text of both voices, alternating Mandarin and
+English sentence by sentence; the order of the texts and which voice goes first rotate
+every round, so background load on the shared cores hits both alike.
+
+Measured per text: TTFA = `render()` of the first chunk called -> its first piece
+(int16 at 22,050 Hz) ready, and from the text (`prepare` included); synthesis time of all
+chunks; process CPU time (onnxruntime's pool included; its workers do not spin, as in the
+daemon); audio seconds. RTF = synthesis time / audio time (sums per class). Then where the
+Mandarin TTFA goes (pinyin, acoustic model, first vocoder window) in a short extra pass.
+
+RSS (MB = 10^6 bytes, /proc/self/statm): English alone in a separate subprocess (loaded,
+warmed up, every English text spoken once: steady), and in this process step by step:
+English loaded and warmed up (before anything Mandarin), pypinyin's dictionaries loaded,
+the Mandarin sessions loaded, both warmed up, after the runs (steady).
+
+`--zh-first-chunk N`: the Mandarin voice once more beside the two, on the long texts, with
+its first chunk cut at N characters instead of the daemon's `first_chunk_chars` (what a
+shorter first chunk for Mandarin would do to TTFA and RTF).
+
+`--e2e` (`--e2e-only`: nothing else): one figure through the real daemon (Mosquitto +
+`python -m edge_tts run`, wav-dir sink, config `voices: {default: {}, mandarin: {path:
+DIR}}`): requests one at a time, Mandarin and English alternating, TTFA from the
+`finished` events' `time_to_first_audio_ms` (message received -> first sample written),
+and the daemon's RSS; then a daemon with the English voice alone for its RSS.
+
+Targets on the development machine: Mandarin RTF <= 0.1, Mandarin TTFA p50 <= 100 ms for a
+short and a long sentence (independent of length), steady RSS with both voices <= 280 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from report_io import emit  # noqa: E402 - bench/ is the script's own directory
+
+DEFAULT_VOICE_DIR = Path("/var/cache/edge-tts-ci/voices/zh-baker")
+FINAL = ("finished", "rejected", "expired", "interrupted", "duplicate")
+OUTPUT_RATE = 22050  # the daemon's output rate: the English voice's
+MB = 1e6
+
+# Announcement-like texts (vehicle, home). Short: ~8 characters; long: 60-90 characters,
+# with numbers, no Latin letters (the router would give those to the English voice).
+ZH_SHORT = ("前方路口请左转。", "车门即将关闭，请注意安全。", "请系好安全带。", "客厅灯已关闭。")
+ZH_LONG = (
+    "各位乘客请注意，开往上海虹桥的列车将于15点30分在3号站台发车，"
+    "请携带好您的行李，提前到站台候车，不要越过黄色安全线，谢谢合作。",
+    "前方500米进入隧道，请打开车灯，保持车距，限速80公里每小时，"
+    "隧道全长2.3公里，请勿变道，请勿停车，出隧道后请靠右行驶，注意行车安全。",
+    "今天室外温度最高28度，最低19度，空气质量良好，下午3点以后可能有小雨，"
+    "出门请记得带伞，客厅空调已设定为26度，卧室窗户还开着。",
+    "您的车辆电量剩余15%，预计还可以行驶62公里，距离最近的充电站还有4.5公里，"
+    "建议您在下一个路口右转前往充电，预计需要充电40分钟。",
+)
+# The same announcements in English (longer in characters: an alphabet, not a syllabary).
+EN_SHORT = (
+    "Turn left at the next junction.",
+    "The doors are closing, please stand clear.",
+    "Fasten your seat belt.",
+    "Living room lights off.",
+)
+EN_LONG = (
+    "Attention please: the train to Shanghai Hongqiao departs from platform 3 at 3:30 PM. "
+    "Please take your luggage, wait on the platform, stay behind the yellow line, and "
+    "thank you.",
+    "Tunnel in 500 meters: turn on your headlights and keep your distance. The speed limit "
+    "is 80 kilometers per hour and the tunnel is 2.3 kilometers long. Do not change lanes.",
+    "Today the high is 28 degrees and the low 19, with good air quality. Light rain is "
+    "likely after 3 PM, so take an umbrella. The living room is set to 26 degrees.",
+    "Battery at 15 percent: about 62 kilometers of range left. The nearest charging station "
+    "is 4.5 kilometers away; turn right at the next junction. Charging takes about 40 "
+    "minutes.",
+)
+TEXTS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("zh", "short"): ZH_SHORT,
+    ("zh", "long"): ZH_LONG,
+    ("en", "short"): EN_SHORT,
+    ("en", "long"): EN_LONG,
+}
+E2E_TIMEOUT_S = 900.0  # one request, on a machine at load 18: a long one took > 300 s
+QUICK_TEXTS = 2  # --quick: the first two texts of each class, one round
+
+# Targets (issue 11), for the Mandarin voice on this machine.
+ZH_RTF_MAX = 0.1
+ZH_TTFA_P50_MAX_MS = 100.0
+BOTH_RSS_MAX_MB = 280.0
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / MB
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --- the voices, as the daemon holds them --------------------------------------------------
+
+
+@dataclass
+class Speaker:
+    """One voice with the settings and options the daemon would give it."""
+
+    key: str
+    voice: Any  # edge_tts.voice.base.SpeechVoice
+    options: Any  # edge_tts.synthesis.SpeechOptions
+    load_s: float = 0.0
+    warm_s: float = 0.0
+    first_chunk_chars: int | None = None  # None: the daemon's (synthesis.first_chunk_chars)
+
+
+def synthesis_settings() -> Any:
+    from edge_tts.config import SynthesisSettings
+
+    return SynthesisSettings()  # the config's defaults: what the daemon runs without a config
+
+
+def open_speaker(key: str, voice_dir: Path, steps: dict[str, float] | None = None) -> Speaker:
+    """The English voice (our INT8 build, `files.default_voice()`) or the Mandarin one,
+    built as edge_tts/voice/registry.py's `open_voice` does, loaded and warmed up as
+    edge_tts/app.py's `_preload` does. `steps`: RSS after each step, by name (the Mandarin
+    voice's pinyin dictionaries first: its warm_up would load them anyway)."""
+    from edge_tts.synthesis import SpeechOptions
+    from edge_tts.voice import files
+    from edge_tts.voice.model import Voice
+    from edge_tts.voice.two_stage import TwoStageVoice
+
+    settings = synthesis_settings()
+    voice: Any
+    if key == "zh":
+        voice = TwoStageVoice(voice_dir, None, settings.threads, settings.max_phonemes)
+    else:
+        voice = Voice(files.default_voice(), None, settings.threads, settings.max_phonemes)
+    steps = {} if steps is None else steps
+    t0 = time.perf_counter()
+    if key == "zh":
+        from edge_tts.voice import pinyin
+
+        pinyin.load()
+        steps[f"{key}_pinyin_loaded"] = round(rss_mb(), 1)
+    voice.load()
+    load_s = time.perf_counter() - t0
+    steps[f"{key}_loaded"] = round(rss_mb(), 1)
+    t0 = time.perf_counter()
+    voice.warm_up(concurrent=settings.max_concurrent)
+    warm_s = time.perf_counter() - t0
+    steps[f"{key}_warm"] = round(rss_mb(), 1)
+    # As Voices.options_for with an empty voice entry and a request without speed/volume.
+    options = SpeechOptions(speaker=None, length_scale=voice.length_scale, volume=1.0)
+    return Speaker(key, voice, options, load_s, warm_s)
+
+
+@dataclass
+class Sample:
+    voice: str
+    length: str
+    text: int  # index in its class
+    round: int
+    chars: int
+    chunks: int
+    first_chunk_chars: int
+    plan_ms: float
+    ttfa_ms: float  # render() of the first chunk -> its first piece
+    ttfa_text_ms: float  # text in (prepare) -> first piece
+    synth_s: float
+    cpu_s: float
+    audio_s: float
+
+
+def speak(speaker: Speaker, text: str) -> dict[str, float]:
+    """One text as the daemon's pipeline speaks it: planned, then every chunk rendered."""
+    from edge_tts.synthesis import render
+    from edge_tts.text import prepare
+
+    settings = synthesis_settings()
+    cpu0 = time.process_time()
+    t0 = time.perf_counter()
+    chunks = prepare(
+        text,
+        language=speaker.voice.language,
+        max_chunk_chars=settings.max_chunk_chars,
+        first_chunk_chars=speaker.first_chunk_chars or settings.first_chunk_chars,
+    )
+    planned = time.perf_counter()
+    ttfa = ttfa_text = None
+    samples = 0
+    for index, chunk in enumerate(chunks):
+        started = time.perf_counter()
+        for pcm in render(speaker.voice, chunk, speaker.options, index == 0, OUTPUT_RATE):
+            if ttfa is None:
+                now = time.perf_counter()
+                ttfa, ttfa_text = now - started, now - t0
+            samples += len(pcm)
+    total = time.perf_counter() - t0
+    assert ttfa is not None and ttfa_text is not None, f"no audio for {text!r}"
+    return {
+        "chunks": len(chunks),
+        "first_chunk_chars": len(chunks[0]),
+        "plan_ms": (planned - t0) * 1000,
+        "ttfa_ms": ttfa * 1000,
+        "ttfa_text_ms": ttfa_text * 1000,
+        "synth_s": total,
+        "cpu_s": time.process_time() - cpu0,
+        "audio_s": samples / OUTPUT_RATE,
+    }
+
+
+def schedule(
+    rounds: int, per_class: int, extra: Sequence[str] = ()
+) -> Iterator[tuple[int, str, str, int]]:
+    """(round, voice, length, text index): Mandarin and English alternate item by item;
+    the order rotates each round and which voice goes first rotates too. `extra`: more
+    speakers (another first chunk for the Mandarin voice) beside them, long texts only."""
+    pairs = [
+        (length, index) for index in range(per_class) for length in ("short", "long")
+    ]  # short 0, long 0, short 1, ...
+    for round_ in range(rounds):
+        shift = round_ % len(pairs)
+        for length, index in pairs[shift:] + pairs[:shift]:
+            voices = ("zh", "en", *extra) if length == "long" else ("zh", "en")
+            turn = round_ % len(voices)
+            for voice in voices[turn:] + voices[:turn]:
+                yield round_, voice, length, index
+
+
+def breakdown(speaker: Speaker, texts: Sequence[str], reps: int) -> list[dict[str, Any]]:
+    """Where the Mandarin TTFA goes, per first chunk: pinyin + ids, the acoustic model on
+    the whole chunk, the first vocoder window (FIRST_WINDOW_FRAMES + context)."""
+    from edge_tts.text import prepare
+    from edge_tts.voice.windowed import FIRST_WINDOW_FRAMES
+
+    settings = synthesis_settings()
+    voice = speaker.voice
+    sessions = voice._get_sessions()  # bench only: the two stages timed apart
+    mel_output = voice.config.acoustic.outputs["mel"]
+    params = speaker.options.params()
+    rows = []
+    for text in texts:
+        chunk = prepare(
+            text,
+            language=voice.language,
+            max_chunk_chars=settings.max_chunk_chars,
+            first_chunk_chars=settings.first_chunk_chars,
+        )[0]
+        ids_ms, acoustic_ms, window_ms = [], [], []
+        frames = symbols = 0
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            ids = voice.ids(chunk)[0]
+            t1 = time.perf_counter()
+            mel = sessions.acoustic.run([mel_output], voice._feeds(ids, params))[0]
+            t2 = time.perf_counter()
+            sessions.vocoder.window(mel, 0, min(FIRST_WINDOW_FRAMES, mel.shape[1]))
+            t3 = time.perf_counter()
+            ids_ms.append((t1 - t0) * 1000)
+            acoustic_ms.append((t2 - t1) * 1000)
+            window_ms.append((t3 - t2) * 1000)
+            frames, symbols = int(mel.shape[1]), len(ids)
+        rows.append(
+            {
+                "first_chunk_chars": len(chunk),
+                "symbols": symbols,
+                "mel_frames": frames,
+                "ids_ms": round(statistics.median(ids_ms), 1),
+                "acoustic_ms": round(statistics.median(acoustic_ms), 1),
+                "first_window_ms": round(statistics.median(window_ms), 1),
+            }
+        )
+    return rows
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def summarize(samples: Sequence[Sample]) -> dict[str, Any]:
+    synth = sum(s.synth_s for s in samples)
+    audio = sum(s.audio_s for s in samples)
+    ttfa = [s.ttfa_ms for s in samples]
+    ttfa_text = [s.ttfa_text_ms for s in samples]
+    return {
+        "n": len(samples),
+        "chars_mean": round(statistics.fmean(s.chars for s in samples), 1),
+        "first_chunk_chars_mean": round(statistics.fmean(s.first_chunk_chars for s in samples), 1),
+        "audio_s_mean": round(audio / len(samples), 2),
+        "ttfa_p50_ms": round(percentile(ttfa, 50), 1),
+        "ttfa_p95_ms": round(percentile(ttfa, 95), 1),
+        "ttfa_text_p50_ms": round(percentile(ttfa_text, 50), 1),
+        "rtf": round(synth / audio, 4),
+        "cpu_s_per_audio_s": round(sum(s.cpu_s for s in samples) / audio, 4),
+    }
+
+
+def in_process(args: argparse.Namespace) -> dict[str, Any]:
+    from edge_tts.voice.model import share_runtime
+
+    per_class = QUICK_TEXTS if args.quick else len(ZH_SHORT)
+    rounds = 1 if args.quick else args.rounds
+    rss: dict[str, float] = {"start": round(rss_mb(), 1)}
+    share_runtime(synthesis_settings().threads)  # as the daemon, before any session
+    log("loading and warming up the English voice")
+    speakers = {"en": open_speaker("en", args.voice, rss)}
+    rss["english_warm"] = round(rss_mb(), 1)
+    log("loading and warming up the Mandarin voice")
+    speakers["zh"] = open_speaker("zh", args.voice, rss)
+    rss["both_warm"] = round(rss_mb(), 1)
+    extra = []
+    if args.zh_first_chunk:  # the same voice, its first chunk cut shorter
+        key = f"zh-fc{args.zh_first_chunk}"
+        speakers[key] = replace(speakers["zh"], key=key, first_chunk_chars=args.zh_first_chunk)
+        extra.append(key)
+    log("one untimed pass over every text")
+    for (key, _length), texts in TEXTS.items():
+        for text in texts[:per_class]:
+            speak(speakers[key], text)
+    for key in extra:
+        speak(speakers[key], ZH_LONG[0])
+    rss["after_untimed_pass"] = round(rss_mb(), 1)
+    samples: list[Sample] = []
+    order = list(schedule(rounds, per_class, extra))
+    for done, (round_, key, length, index) in enumerate(order, start=1):
+        text = TEXTS[(key[:2], length)][index]
+        measured = speak(speakers[key], text)
+        samples.append(
+            Sample(
+                voice=key,
+                length=length,
+                text=index,
+                round=round_,
+                chars=len(text),
+                chunks=int(measured["chunks"]),
+                first_chunk_chars=int(measured["first_chunk_chars"]),
+                plan_ms=round(measured["plan_ms"], 2),
+                ttfa_ms=round(measured["ttfa_ms"], 2),
+                ttfa_text_ms=round(measured["ttfa_text_ms"], 2),
+                synth_s=round(measured["synth_s"], 4),
+                cpu_s=round(measured["cpu_s"], 4),
+                audio_s=round(measured["audio_s"], 4),
+            )
+        )
+        if done % 8 == 0 or done == len(order):
+            log(f"  {done}/{len(order)} texts, load average {os.getloadavg()[0]:.1f}")
+    rss["steady_after_runs"] = round(rss_mb(), 1)
+    log("where the Mandarin TTFA goes")
+    reps = 1 if args.quick else 3
+    zh_first = [ZH_SHORT[0], ZH_SHORT[1], ZH_LONG[0], ZH_LONG[1]]
+    result: dict[str, Any] = {
+        "rounds": rounds,
+        "texts_per_class": per_class,
+        "classes": {},
+        "rss_mb": rss,
+        "voices": {
+            key: {
+                "name": s.voice.name,
+                "sample_rate": s.voice.sample_rate,
+                "load_s": round(s.load_s, 2),
+                "warm_up_s": round(s.warm_s, 2),
+            }
+            for key, s in speakers.items()
+        },
+        "zh_ttfa_breakdown": breakdown(speakers["zh"], zh_first, reps),
+    }
+    for key in ("zh", "en"):
+        for length in ("short", "long"):
+            chosen = [s for s in samples if s.voice == key and s.length == length]
+            result["classes"][f"{key}-{length}"] = summarize(chosen)
+        both = [s for s in samples if s.voice == key]
+        result["classes"][f"{key}-all"] = summarize(both)
+    for key in extra:
+        result["classes"][f"{key}-long"] = summarize([s for s in samples if s.voice == key])
+    result["samples"] = [asdict(s) for s in samples]
+    return result
+
+
+# --- English alone, in a subprocess -----------------------------------------------------------
+
+
+def english_alone_worker(args: argparse.Namespace) -> int:
+    """Print one JSON line: RSS with the English voice alone (daemon-like process)."""
+    from edge_tts.voice.model import share_runtime
+
+    start = rss_mb()
+    share_runtime(synthesis_settings().threads)
+    speaker = open_speaker("en", args.voice)
+    warm = rss_mb()
+    per_class = QUICK_TEXTS if args.quick else len(EN_SHORT)
+    for text in EN_SHORT[:per_class] + EN_LONG[:per_class]:
+        speak(speaker, text)
+    steady = rss_mb()
+    print(
+        json.dumps({"start": round(start, 1), "warm": round(warm, 1), "steady": round(steady, 1)})
+    )
+    return 0
+
+
+def english_alone(args: argparse.Namespace) -> dict[str, float]:
+    argv = [sys.executable, str(Path(__file__).resolve()), "--english-alone-worker"]
+    if args.quick:
+        argv.append("--quick")
+    done = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=REPO)
+    parsed: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return parsed
+
+
+# --- through the real daemon (--e2e) ----------------------------------------------------------
+
+
+@contextlib.contextmanager
+def daemon(device: str, settings: dict[str, Any]) -> Iterator[tuple[Any, Any]]:
+    """Mosquitto, a recorder on the events topic, the daemon (wav-dir sink, preload) with
+    `settings` merged into its config; all stopped on leaving."""
+    from daemon_rig import Rig
+
+    from tests.support.broker import Recorder
+
+    root = Path(tempfile.mkdtemp(prefix=f"tt{device[:2]}-"))  # short: unix socket paths
+    rig = Rig(root, device, settings=settings)
+    recorder: Any = None
+    try:
+        rig.start_broker()
+        recorder = Recorder(rig.port, [rig.topic("events")])
+        rig.start_daemon()
+        yield rig, recorder
+    except BaseException:
+        if rig.daemon is not None:
+            log(f"--- daemon log ---\n{rig.daemon.log()[-3000:]}")
+        raise
+    finally:
+        if recorder is not None:
+            recorder.close()
+        rig.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def await_final(recorder: Any, topic: str, rid: str, seen: int, timeout: float) -> dict[str, Any]:
+    """The final event of request `rid` (among the messages from index `seen` on)."""
+    found: list[dict[str, Any]] = []
+
+    def arrived() -> bool:
+        for _stamp, msg_topic, payload, _retain in recorder.messages[seen:]:
+            if msg_topic == topic:
+                event = json.loads(payload)
+                if event.get("id") == rid and event.get("event") in FINAL:
+                    found.append(event)
+                    return True
+        return False
+
+    recorder.wait_for(arrived, timeout, f"the final event of {rid}")
+    return found[0]
+
+
+def e2e(args: argparse.Namespace) -> dict[str, Any]:
+    rounds = 1 if args.quick else args.e2e_rounds
+    voices = {"default": {}, "mandarin": {"path": str(args.voice)}}
+    events: list[dict[str, Any]] = []
+    result: dict[str, Any] = {"config": {"voices": voices}, "rounds": rounds}
+    log("e2e: daemon with both voices (wav-dir sink)")
+    with daemon("zhe2e", {"voices": voices}) as (rig, recorder):
+        result["rss_ready_mb"] = round(rig.sample()["rss_mb"], 1)
+        topic = rig.topic("events")
+        number = 0
+        for round_, key, length, index in schedule(rounds + 1, 2):  # round 0: warm-up
+            text = TEXTS[(key, length)][index]
+            number += 1
+            rid = f"zh-e2e-{number}"
+            seen = len(recorder.messages)
+            recorder.publish(rig.topic("say"), json.dumps({"id": rid, "text": text}))
+            event = await_final(recorder, topic, rid, seen, E2E_TIMEOUT_S)
+            rig.sweep_wavs()
+            if round_ == 0:
+                continue
+            events.append({"voice": key, "length": length, **event})
+        result["rss_after_mb"] = round(rig.sample()["rss_mb"], 1)
+        rig.same_pid_at_end = rig.same_process()
+    result["classes"] = {}
+    for key in ("zh", "en"):
+        for length in ("short", "long"):
+            chosen = [e for e in events if e["voice"] == key and e["length"] == length]
+            finished = [e for e in chosen if e.get("event") == "finished"]
+            ttfa = [float(e["time_to_first_audio_ms"]) for e in finished]
+            result["classes"][f"{key}-{length}"] = {
+                "n": len(chosen),
+                "finished": len(finished),
+                "voices": sorted({v for e in finished for v in e.get("voices", [])}),
+                "ttfa_p50_ms": round(percentile(ttfa, 50), 1) if ttfa else None,
+                "ttfa_p95_ms": round(percentile(ttfa, 95), 1) if ttfa else None,
+                "rtf": round(
+                    sum(e["synthesis_ms"] for e in finished)
+                    / max(1, sum(e["audio_ms"] for e in finished)),
+                    4,
+                ),
+            }
+    log("e2e: daemon with the English voice alone (RSS)")
+    with daemon("ene2e", {}) as (rig, recorder):
+        alone: dict[str, Any] = {"rss_ready_mb": round(rig.sample()["rss_mb"], 1)}
+        topic = rig.topic("events")
+        for number, text in enumerate(EN_SHORT[:2] + EN_LONG[:2]):
+            rid = f"en-e2e-{number}"
+            seen = len(recorder.messages)
+            recorder.publish(rig.topic("say"), json.dumps({"id": rid, "text": text}))
+            await_final(recorder, topic, rid, seen, E2E_TIMEOUT_S)
+            rig.sweep_wavs()
+        alone["rss_after_mb"] = round(rig.sample()["rss_mb"], 1)
+    result["english_alone"] = alone
+    return result
+
+
+# --- report -------------------------------------------------------------------------------
+
+
+def machine(load_before: tuple[float, float, float]) -> dict[str, Any]:
+    import numpy
+    import onnxruntime
+
+    model = platform.machine()
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+    for line in lscpu.splitlines():
+        if line.startswith("Model name:"):
+            model = line.split(":", 1)[1].strip()
+    flags = Path("/proc/cpuinfo").read_text().split()
+    return {
+        "cpu": model,
+        "cpus": os.cpu_count(),
+        "avx512_vnni": "avx512_vnni" in flags,
+        "python": platform.python_version(),
+        "onnxruntime": onnxruntime.__version__,
+        "numpy": numpy.__version__,
+        "loadavg_start": [round(x, 2) for x in load_before],
+        "loadavg_end": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
+    classes = result["in_process"]["classes"]
+    rss = result["in_process"]["rss_mb"]["steady_after_runs"]
+    short, long_ = classes["zh-short"]["ttfa_p50_ms"], classes["zh-long"]["ttfa_p50_ms"]
+    rows = [
+        ("Mandarin RTF", classes["zh-all"]["rtf"], ZH_RTF_MAX, f"{classes['zh-all']['rtf']:.3f}"),
+        ("Mandarin TTFA p50, short", short, ZH_TTFA_P50_MAX_MS, f"{short:.0f} ms"),
+        ("Mandarin TTFA p50, long", long_, ZH_TTFA_P50_MAX_MS, f"{long_:.0f} ms"),
+        ("steady RSS, both voices", rss, BOTH_RSS_MAX_MB, f"{rss:.0f} MB"),
+    ]
+    out = [
+        {"target": name, "value": text, "limit": limit, "pass": value <= limit}
+        for name, value, limit, text in rows
+    ]
+    out.append(
+        {
+            "target": "Mandarin TTFA independent of length (long/short p50)",
+            "value": f"{long_ / short:.2f}x",
+            "limit": 1.25,
+            "pass": long_ / short <= 1.25,
+        }
+    )
+    return out
+
+
+def print_report(result: dict[str, Any]) -> None:
+    m = result["machine"]
+    print(
+        f"machine: {m['cpu']}, {m['cpus']} CPUs, AVX512-VNNI {m['avx512_vnni']}, onnxruntime "
+        f"{m['onnxruntime']}; load average {m['loadavg_start']} -> {m['loadavg_end']}"
+    )
+    if "in_process" in result:
+        print_engine(result)
+    if "e2e" in result:
+        print_e2e(result["e2e"])
+    for t in result["targets"]:
+        verdict = "PASS" if t["pass"] else "MISS"
+        print(f"  {verdict}  {t['target']}: {t['value']} (limit {t['limit']})")
+
+
+def print_engine(result: dict[str, Any]) -> None:
+    run = result["in_process"]
+    print(
+        f"Mandarin vs English, in one process (share_runtime(2)), {run['rounds']} rounds x "
+        f"{run['texts_per_class']} texts per class, interleaved"
+    )
+    for key, v in run["voices"].items():
+        print(
+            f"  {key}: {v['name']} ({v['sample_rate']} Hz), load {v['load_s']} s, warm-up "
+            f"{v['warm_up_s']} s"
+        )
+    header = (
+        f"{'class':<9} {'n':>3} {'chars':>5} {'1st ch':>6} {'audio s':>7} {'TTFA p50':>8} "
+        f"{'p95':>7} {'from text':>9} {'RTF':>6} {'CPU s/s':>7}"
+    )
+    print(header)
+    for name, c in run["classes"].items():
+        print(
+            f"{name:<9} {c['n']:>3} {c['chars_mean']:>5.0f} {c['first_chunk_chars_mean']:>6.0f} "
+            f"{c['audio_s_mean']:>7.2f} {c['ttfa_p50_ms']:>8.0f} {c['ttfa_p95_ms']:>7.0f} "
+            f"{c['ttfa_text_p50_ms']:>9.0f} {c['rtf']:>6.3f} {c['cpu_s_per_audio_s']:>7.3f}"
+        )
+    classes = run["classes"]
+    zh, en = classes["zh-all"], classes["en-all"]
+    short = classes["zh-short"]["ttfa_p50_ms"] / classes["en-short"]["ttfa_p50_ms"]
+    long_ = classes["zh-long"]["ttfa_p50_ms"] / classes["en-long"]["ttfa_p50_ms"]
+    print(
+        f"ratios zh/en: RTF {zh['rtf'] / en['rtf']:.2f}x, CPU per audio second "
+        f"{zh['cpu_s_per_audio_s'] / en['cpu_s_per_audio_s']:.2f}x, TTFA p50 short "
+        f"{short:.2f}x, long {long_:.2f}x"
+    )
+    print(
+        "Mandarin TTFA breakdown (medians, ms): first chunk chars, symbols, mel frames, "
+        "pinyin+ids, acoustic, first vocoder window"
+    )
+    for row in run["zh_ttfa_breakdown"]:
+        print(
+            f"  {row['first_chunk_chars']:>3} chars {row['symbols']:>4} sym "
+            f"{row['mel_frames']:>4} frames: ids {row['ids_ms']:>6.1f}  acoustic "
+            f"{row['acoustic_ms']:>7.1f}  window {row['first_window_ms']:>6.1f}"
+        )
+    rss = run["rss_mb"]
+    alone = result["english_alone_rss_mb"]
+    print(
+        f"RSS MB: English alone (subprocess) warm {alone['warm']}, steady {alone['steady']}; "
+        f"this process: English warm {rss['english_warm']}, both warm {rss['both_warm']}, "
+        f"steady after the runs {rss['steady_after_runs']} "
+        f"(+{rss['steady_after_runs'] - alone['steady']:.0f} over English alone)"
+    )
+    print("  this process, step by step: " + ", ".join(f"{k} {v}" for k, v in rss.items()))
+
+
+def print_e2e(e: dict[str, Any]) -> None:
+    print(f"end to end (daemon, wav-dir, {e['rounds']} rounds, one request at a time):")
+    for name, c in e["classes"].items():
+        print(
+            f"  {name:<9} n {c['n']:>2} finished {c['finished']:>2} voices {c['voices']} "
+            f"TTFA p50 {c['ttfa_p50_ms']} ms, p95 {c['ttfa_p95_ms']} ms, RTF {c['rtf']}"
+        )
+    print(
+        f"  daemon RSS MB: both voices ready {e['rss_ready_mb']}, after {e['rss_after_mb']}; "
+        f"English alone ready {e['english_alone']['rss_ready_mb']}, after "
+        f"{e['english_alone']['rss_after_mb']}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
+    parser.add_argument(
+        "--voice",
+        type=Path,
+        default=DEFAULT_VOICE_DIR,
+        help=f"Mandarin voice directory (default {DEFAULT_VOICE_DIR})",
+    )
+    parser.add_argument("--quick", action="store_true", help="2 texts per class, 1 round")
+    parser.add_argument("--e2e", action="store_true", help="also through the real daemon")
+    parser.add_argument(
+        "--zh-first-chunk",
+        type=int,
+        metavar="CHARS",
+        help="also the Mandarin voice with this first_chunk_chars (long texts), beside it",
+    )
+    parser.add_argument(
+        "--e2e-only", action="store_true", help="only the daemon end to end (no engine runs)"
+    )
+    parser.add_argument("--e2e-rounds", type=int, default=3, help="--e2e rounds (default 3)")
+    parser.add_argument("--out", type=Path, help="write the results as JSON here")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    parser.add_argument("--english-alone-worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.english_alone_worker:
+        return english_alone_worker(args)
+    if args.rounds < 1 or args.e2e_rounds < 1:
+        parser.error("--rounds and --e2e-rounds must be positive")
+    load_before = os.getloadavg()
+    result: dict[str, Any] = {"benchmark": "mandarin", "voice_dir": str(args.voice)}
+    if not args.e2e_only:
+        log("English voice alone, in a subprocess (RSS)")
+        result["english_alone_rss_mb"] = english_alone(args)
+        result["in_process"] = in_process(args)
+    if args.e2e or args.e2e_only:
+        result["e2e"] = e2e(args)
+    result["machine"] = machine(load_before)
+    result["targets"] = targets(result) if "in_process" in result else []
+    emit(result, args.out, args.json, print_report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

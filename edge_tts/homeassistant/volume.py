@@ -1,0 +1,113 @@
+"""The output volume set over MQTT (Home Assistant's Volume slider), kept across restarts.
+
+Stored in `<state_dir>/volume.json` with the `audio.volume` it replaced: once the config's
+value changes, the config wins again (an administrator who edits the file means it).
+Saved on a thread of its own, never on paho's; written atomically (a crash leaves the old
+or the new file), and a file that cannot be read is ignored with a warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import threading
+from pathlib import Path
+
+_LOGGER = logging.getLogger(__name__)
+
+VOLUME_MIN, VOLUME_MAX = 0.0, 2.0  # as `audio.volume` and a request's `volume`
+_STOP_TIMEOUT_S = 5.0
+
+
+def parse_volume(payload: bytes) -> float:
+    """A gain from a `volume/set` payload ("0.35"); ValueError with the reason."""
+    try:
+        volume = float(payload.decode("utf-8").strip())
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError(f"not a number: {payload[:40]!r}") from None
+    if not math.isfinite(volume) or not VOLUME_MIN <= volume <= VOLUME_MAX:
+        raise ValueError(f"must be within {VOLUME_MIN:g}-{VOLUME_MAX:g}, got {volume:g}")
+    return volume
+
+
+class VolumeStore:
+    def __init__(self, path: Path, configured: float) -> None:
+        self.path = path
+        self.configured = configured  # audio.volume
+        self._cond = threading.Condition()
+        self._pending: float | None = None
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="volume-save", daemon=True)
+
+    def load(self) -> float:
+        """The volume to start with: the saved one, unless the config changed since."""
+        try:
+            data = json.loads(self.path.read_text("utf-8"))
+            saved, configured = float(data["volume"]), float(data["configured"])
+        except FileNotFoundError:
+            return self.configured
+        except (OSError, ValueError, TypeError, KeyError) as err:
+            _LOGGER.warning("Ignoring unreadable %s (%s)", self.path, err)
+            return self.configured
+        if not VOLUME_MIN <= saved <= VOLUME_MAX:  # NaN fails this too
+            _LOGGER.warning("Ignoring %s: volume %r out of range", self.path, saved)
+            return self.configured
+        if configured != self.configured:
+            _LOGGER.info(
+                "audio.volume changed in the config (%g -> %g) since the volume was set over "
+                "MQTT: using the config's",
+                configured,
+                self.configured,
+            )
+            return self.configured
+        return saved
+
+    # --- saving, off the caller's thread ---------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def save_soon(self, volume: float) -> None:
+        """Never blocks: the saver thread writes the latest value."""
+        with self._cond:
+            self._pending = volume
+            self._cond.notify()
+
+    def stop(self) -> None:
+        """Write what is pending, then end the thread."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        if self._thread.is_alive():
+            self._thread.join(_STOP_TIMEOUT_S)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while self._pending is None and not self._stopping:
+                    self._cond.wait()
+                volume, self._pending = self._pending, None
+            if volume is not None:
+                self.save(volume)
+            elif self._stopping:
+                return
+
+    def save(self, volume: float) -> bool:
+        tmp = self.path.with_name(f"{self.path.name}.tmp")
+        data = json.dumps({"volume": volume, "configured": self.configured})
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with tmp.open("w", encoding="utf-8") as file:
+                file.write(data)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(tmp, self.path)
+        except OSError as err:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            _LOGGER.error("Cannot save the volume to %s: %s", self.path, err.strerror or err)
+            return False
+        return True

@@ -1,0 +1,14 @@
+"""A Wyoming TTS server, so Home Assistant Assist (or any Wyoming client) can use this
+device's voices; the audio goes back to the client and is not played here.
+
+server.py      the part: listening, the connection limit, start and stop
+connection.py  one client: events in, its response's audio out (asyncio, no synthesis)
+protocol.py    reading events within bounds; the errors a client is answered with
+work.py        responses as work for the pipeline's synthesis workers, below local playback
+sentences.py   streamed text into complete sentences
+info.py        the answer to `describe`: every configured voice
+"""
+
+from .server import WyomingServer
+
+__all__ = ["WyomingServer"]

@@ -1,0 +1,60 @@
+"""`describe` → `info`: the configured voices as Home Assistant lists them."""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+from wyoming.info import Attribution, Info, TtsProgram, TtsVoice, TtsVoiceSpeaker
+
+from ..voice.base import SpeechVoice
+from ..voice.registry import Voices
+
+PROGRAM = "edge-tts-daemon"
+_ATTRIBUTION = Attribution(name=PROGRAM, url="")  # not published anywhere to link to
+# Home Assistant's pipelines name Chinese with a region (zh-cn, zh-tw, zh-hk); the Baker
+# corpus our Mandarin voice comes from is Mainland Mandarin.
+_REGION_OF_BARE_LANGUAGE = {"zh": "CN"}
+
+
+def describe(voices: Voices) -> Info:
+    """Every configured voice, by its name in the settings, with its language and speakers.
+    Nothing is loaded: a voice that is not loaded yet is listed all the same."""
+    listed = [_voice(name, voice) for name, voice in voices.all().items()]
+    program = TtsProgram(
+        name=PROGRAM,
+        attribution=_ATTRIBUTION,
+        installed=True,
+        description="Piper voices on onnxruntime, from the edge-tts daemon",
+        version=_version(),
+        voices=listed,
+        supports_synthesize_streaming=True,
+    )
+    return Info(tts=[program])
+
+
+def wyoming_language(language: str) -> str:
+    """Our front-end's code ("en-us", "zh") as Piper's Wyoming voices give it ("en_US",
+    "zh_CN"), which Home Assistant matches against a pipeline's language."""
+    primary, _, region = language.strip().replace("-", "_").partition("_")
+    region = region or _REGION_OF_BARE_LANGUAGE.get(primary.lower(), "")
+    return f"{primary.lower()}_{region.upper()}" if region else primary.lower()
+
+
+def _voice(name: str, voice: SpeechVoice) -> TtsVoice:
+    speakers = [TtsVoiceSpeaker(name=speaker) for speaker in voice.speakers]
+    return TtsVoice(
+        name=name,
+        attribution=_ATTRIBUTION,
+        installed=True,
+        description=f"{name} ({voice.name})",
+        version=None,
+        languages=[wyoming_language(voice.language)],
+        speakers=speakers or None,
+    )
+
+
+def _version() -> str | None:
+    try:
+        return metadata.version(PROGRAM)
+    except metadata.PackageNotFoundError:  # run from a source tree without installing
+        return None

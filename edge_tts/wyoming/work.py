@@ -1,0 +1,279 @@
+"""Wyoming responses as work for the pipeline's synthesis workers, ranked below local
+playback.
+
+A `Response` is one answer to a client: the text it was given (at once, or sentence by
+sentence as a stream arrives), planned by the same router and text front-end as an MQTT
+request, and synthesized one text chunk per step. `WyomingWork` is the schedule's
+`Background` (schedule.py): when no local task waits, it hands a worker the next step of
+the responses that can take one, in turn. Each piece of audio goes to the client's
+connection (`emit`) as soon as the decoder makes it. A response whose client has not
+taken its audio yet (MAX_BACKLOG_S) gets no further steps until it has: memory stays
+bounded whatever the client does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import Settings
+from ..jobs import Chunk, Job, StepTask
+from ..messages.request import SayRequest
+from ..routing import Router
+from ..synthesis import SpeechOptions, render
+from ..text import EmptyTextError
+from ..voice.base import SpeechVoice
+from ..voice.registry import Voices
+
+_LOGGER = logging.getLogger(__name__)
+
+MAX_BACKLOG_S = 20.0  # audio made but not yet written to the client (~0.9 MB at 22 kHz)
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The response cannot go on: `text` and `code` for the client's `error` event."""
+
+    text: str
+    code: str
+
+
+@dataclass(frozen=True)
+class Finished:
+    """Every piece of the response has been emitted."""
+
+
+Out = np.ndarray | Failed | Finished  # what a response hands its connection, in order
+Emit = Callable[[Out], None]
+
+
+@dataclass(frozen=True)
+class VoiceChoice:
+    """Which voice speaks a response, how, and at which rate its audio goes out."""
+
+    voice: SpeechVoice
+    options: SpeechOptions
+    request: SayRequest  # its voice, language and speaker, for the router
+
+    @property
+    def rate(self) -> int:
+        """One rate per response: its voice's; text routed to another voice (Mandarin
+        inside English) is resampled to it."""
+        return self.voice.sample_rate
+
+
+class Response:
+    """One response's text, chunks and state. Its state changes under the work's lock;
+    the synthesis runs outside it, in one worker at a time (`busy`)."""
+
+    def __init__(self, work: WyomingWork, choice: VoiceChoice, emit: Emit, streaming: bool) -> None:
+        self.name = choice.request.id
+        self.choice = choice
+        self.streaming = streaming  # text comes sentence by sentence (synthesize-chunk)
+        self.opened_at = time.monotonic()
+        self._work = work
+        self._lock = work.lock
+        self._emit = emit
+        self._texts: deque[str] = deque()  # to plan
+        self._chunks: deque[Chunk] = deque()  # planned, to synthesize
+        self._planned = False  # the first text was planned (its first chunk is short)
+        self._spoken = False  # the first chunk was synthesized (it started the audio)
+        self._busy = False
+        self._input_closed = False
+        self._over = False  # finished, failed or cancelled: nothing more is emitted
+        self._backlog_s = 0.0
+
+    # --- from the connection (event loop thread) -----------------------------------
+
+    def add_text(self, text: str) -> None:
+        with self._lock:
+            if self._over:
+                return
+            self._texts.append(text)
+        self._work.wake()
+
+    def close_input(self) -> None:
+        """No more text comes; Finished follows the last piece."""
+        with self._lock:
+            self._input_closed = True
+            done = self._done_locked()
+        if done:
+            self._emit(Finished())
+        else:
+            self._work.wake()
+
+    def written(self, seconds: float) -> None:
+        """The client's connection took `seconds` of audio."""
+        with self._lock:
+            blocked = self._backlog_s >= MAX_BACKLOG_S
+            self._backlog_s -= seconds
+            unblocked = blocked and self._backlog_s < MAX_BACKLOG_S
+        if unblocked:
+            self._work.wake()
+
+    def cancel(self) -> None:
+        """The client is gone or the server stops: drop what is left; a running step stops
+        after its current piece."""
+        with self._lock:
+            self._over = True
+            self._texts.clear()
+            self._chunks.clear()
+        self._work.remove(self)
+
+    @property
+    def waiting_for_text(self) -> bool:
+        """A stream with nothing to do until its client sends more."""
+        with self._lock:
+            idle = not (self._texts or self._chunks or self._busy)
+            return idle and not self._input_closed and not self._over
+
+    # --- for the schedule (under the work's lock) -------------------------------------
+
+    def ready(self) -> bool:
+        has_work = bool(self._texts or self._chunks)
+        return has_work and not (self._busy or self._over) and self._backlog_s < MAX_BACKLOG_S
+
+    def take(self) -> StepTask:
+        self._busy = True
+        return StepTask(self.name, self.step)
+
+    # --- in a synthesis worker ------------------------------------------------------------
+
+    def step(self) -> None:
+        """Plan the next text if no chunk is waiting, then synthesize one chunk."""
+        try:
+            chunk = self._next_chunk()
+            if chunk is not None:
+                self._render(chunk)
+        except (EmptyTextError, ValueError) as err:  # UnsupportedScriptError is one
+            self._fail(str(err), "bad-text")
+        except Exception as err:
+            self._fail(f"synthesis failed: {err}", "synthesis-failed")
+            raise  # the worker logs it and counts an error
+        finally:
+            with self._lock:
+                self._busy = False
+                done = self._done_locked()
+            if done:
+                self._emit(Finished())
+
+    def _next_chunk(self) -> Chunk | None:
+        with self._lock:
+            if self._chunks:
+                return self._chunks.popleft()
+            if not self._texts or self._over:
+                return None
+            text, first = self._texts.popleft(), not self._planned
+            self._planned = True
+        chunks = self._work.plan(self, text, first)
+        with self._lock:
+            self._chunks.extend(chunks[1:])
+        return chunks[0] if chunks else None
+
+    def _render(self, chunk: Chunk) -> None:
+        rate = self.choice.rate
+        first, self._spoken = not self._spoken, True
+        for pcm in render(chunk.voice, chunk.text, chunk.options, first, rate):
+            with self._lock:
+                if self._over:
+                    return
+                self._backlog_s += len(pcm) / rate
+            self._emit(pcm)
+
+    def _fail(self, text: str, code: str) -> None:
+        with self._lock:
+            if self._over:
+                return
+            self._over = True
+            self._texts.clear()
+            self._chunks.clear()
+        self._emit(Failed(text, code))
+
+    def _done_locked(self) -> bool:
+        """True once, when the last piece is out and no more text comes."""
+        if self._over or self._busy or self._texts or self._chunks or not self._input_closed:
+            return False
+        self._over = True
+        return True
+
+
+class WyomingWork:
+    """The open responses, handed to the pipeline's workers one step at a time, in turn."""
+
+    def __init__(self, settings: Settings, voices: Voices, wake: Callable[[], None]) -> None:
+        self.lock = threading.Lock()
+        self.wake = wake  # the schedule's: an idle worker looks for work again
+        self._voices = voices
+        self._responses: deque[Response] = deque()
+        self._names = itertools.count(1)
+        synthesis = settings.synthesis
+        self._first_router = Router(synthesis, voices)
+        # A stream's later sentences need no short first chunk: audio is already flowing.
+        rest = dataclasses.replace(synthesis, first_chunk_chars=synthesis.max_chunk_chars)
+        self._rest_router = Router(rest, voices)
+
+    def open(
+        self,
+        emit: Emit,
+        *,
+        streaming: bool,
+        voice: str | None = None,
+        language: str | None = None,
+        speaker: str | None = None,
+    ) -> Response:
+        """A new response in the voice a client named (by name, else by language, else the
+        default voice). ValueError (BadRequest) for a voice or speaker there is not."""
+        name = f"wyoming-{next(self._names)}"
+        request = SayRequest(
+            id=name, text="", key=name, voice=voice, language=language, speaker=speaker
+        )
+        chosen = self._voices.for_request(request)
+        options = self._voices.options_for(chosen, request, primary=True)
+        chosen.speaker_id(options.speaker)
+        response = Response(self, VoiceChoice(chosen, options, request), emit, streaming)
+        with self.lock:
+            self._responses.append(response)
+        return response
+
+    def remove(self, response: Response) -> None:
+        with self.lock:
+            if response in self._responses:
+                self._responses.remove(response)
+
+    @property
+    def open_responses(self) -> int:
+        with self.lock:
+            return len(self._responses)
+
+    def take(self) -> StepTask | None:
+        """The next step of the first ready response, which then goes to the back."""
+        with self.lock:
+            for _ in range(len(self._responses)):
+                response = self._responses[0]
+                self._responses.rotate(-1)
+                if response.ready():
+                    return response.take()
+        return None
+
+    def plan(self, response: Response, text: str, first: bool) -> list[Chunk]:
+        """`text`'s chunks, routed by writing system as an MQTT request's are. A stream's
+        sentence with nothing to say (a lone "...") is skipped; the text of a plain
+        request must have something (EmptyTextError)."""
+        choice = response.choice
+        request = dataclasses.replace(choice.request, text=text)
+        job = Job(request, [], choice.voice, choice.options)
+        router = self._first_router if first else self._rest_router
+        try:
+            return router.plan(job)
+        except EmptyTextError:
+            if not response.streaming:
+                raise
+            return []

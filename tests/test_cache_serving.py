@@ -1,0 +1,284 @@
+"""The phrase cache's hook and pre-renderer, on fake voices: a hit is the stored audio
+through the same post-processing, a chunk wanted twice at once is synthesized once, and
+the pre-renderer stops between two windows when a request comes."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edge_tts.cache import serving
+from edge_tts.cache.key import ChunkInput, ChunkKey
+from edge_tts.cache.prerender import Prerenderer
+from edge_tts.cache.service import load_phrases
+from edge_tts.cache.store import CacheStore
+from edge_tts.config import (
+    ConfigError,
+    QueueSettings,
+    SynthesisSettings,
+    default_settings,
+    settings_from_mapping,
+)
+from edge_tts.jobs import Job
+from edge_tts.messages.parse import parse_say
+from edge_tts.messages.request import BadRequest, Envelope, SayRequest
+from edge_tts.pipeline import Pipeline
+from edge_tts.routing import Router
+from edge_tts.schedule import Schedule
+from edge_tts.synthesis import SpeechOptions, render
+from edge_tts.telemetry import Telemetry
+from edge_tts.voice.base import SynthesisParams
+from edge_tts.voice.registry import Voices
+
+from .support.fakes import FakeOutput, FakeReporter, FakeVoice
+from .support.waiting import wait_until
+
+TEXT = "The garage door is open."
+OPTIONS = SpeechOptions(length_scale=1.0)
+
+
+def fake_voice(delay: float = 0.0) -> FakeVoice:
+    voice = FakeVoice(delay)
+    voice.sha256 = "f" * 64
+    return voice
+
+
+@pytest.fixture()
+def telemetry() -> Telemetry:
+    return Telemetry()
+
+
+@pytest.fixture()
+def cache(tmp_path: Path, telemetry: Telemetry) -> serving.PhraseCache:
+    store = CacheStore(tmp_path / "cache", 2**20)
+    store.open()
+    return serving.PhraseCache(store, telemetry)
+
+
+def spoken(
+    cache: serving.PhraseCache, voice: FakeVoice, options: SpeechOptions = OPTIONS
+) -> tuple[np.ndarray, bool]:
+    """One chunk as the pipeline plays it: int16 after the cache and render()."""
+    audio = cache.audio(voice, TEXT, options, first=True)
+    try:
+        pcm = list(render(voice, TEXT, options, True, None, audio))
+    finally:
+        audio.close()
+    return np.concatenate(pcm), audio.cached
+
+
+def test_a_hit_is_the_stored_audio_through_the_same_steps(
+    cache: serving.PhraseCache, telemetry: Telemetry
+) -> None:
+    voice = fake_voice()
+    synthesized, cached = spoken(cache, voice)
+    assert not cached and voice.calls == 1
+    played, cached = spoken(cache, voice)
+    assert cached and voice.calls == 1, "a hit ran the voice"
+    assert np.array_equal(played, synthesized)
+    assert np.array_equal(played, np.concatenate(list(render(voice, TEXT, OPTIONS, True))))
+    counters = telemetry.snapshot({})["counters"]
+    assert isinstance(counters, dict)
+    assert (counters["cache_hits"], counters["cache_misses"]) == (1, 1)
+
+
+def test_volume_is_applied_after_the_cache(cache: serving.PhraseCache) -> None:
+    voice = fake_voice()
+    loud, _ = spoken(cache, voice)
+    quiet, cached = spoken(cache, voice, SpeechOptions(length_scale=1.0, volume=0.5))
+    assert cached and voice.calls == 1
+    assert np.abs(quiet.astype(np.int32) - loud.astype(np.int32) // 2).max() <= 1
+
+
+def test_speed_is_part_of_the_key(cache: serving.PhraseCache) -> None:
+    voice = fake_voice()
+    spoken(cache, voice)
+    _, cached = spoken(cache, voice, SpeechOptions(length_scale=0.8))
+    assert not cached and voice.calls == 2
+
+
+def test_a_corrupt_entry_is_synthesized_again_and_replaced(
+    cache: serving.PhraseCache, tmp_path: Path
+) -> None:
+    voice = fake_voice()
+    spoken(cache, voice)
+    (entry,) = (tmp_path / "cache").glob("*.pcm")
+    entry.write_bytes(entry.read_bytes()[:-100])
+    _, cached = spoken(cache, voice)
+    assert not cached and voice.calls == 2
+    assert cache.store.stats()["discarded"] == 1
+    _, cached = spoken(cache, voice)
+    assert cached and voice.calls == 2
+
+
+def test_the_best_builds_entry_is_preferred(
+    cache: serving.PhraseCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    voice = fake_voice()
+    monkeypatch.setattr(serving, "best_build_sha256", lambda v: "b" * 64)
+    chunk = ChunkInput.of(voice, TEXT, OPTIONS)
+    cache.store.put(chunk.key(), np.full(5000, 0.1, np.float32))
+    cache.store.put(chunk.key("b" * 64), np.full(5000, 0.2, np.float32))
+    audio = cache.audio(voice, TEXT, OPTIONS, first=False)
+    assert audio.cached and np.allclose(np.concatenate(list(audio)), 0.2)
+
+
+def two_at_once(cache: serving.PhraseCache, voice: FakeVoice, close_first: bool) -> bool:
+    """Two workers want the same chunk; the first owns its synthesis. Whether the second
+    was served without synthesis."""
+    first = cache.audio(voice, TEXT, OPTIONS, first=True)
+    assert not first.cached
+    second: list[serving.ChunkAudio] = []
+    waiter = threading.Thread(
+        target=lambda: second.append(cache.audio(voice, TEXT, OPTIONS, first=False))
+    )
+    waiter.start()
+    if close_first:
+        first.close()  # interrupted before any audio: the waiter must not hang
+    else:
+        list(first)
+        first.close()
+    waiter.join(10)
+    assert not waiter.is_alive()
+    result = second[0]
+    list(result)
+    result.close()
+    return result.cached
+
+
+def test_the_same_chunk_wanted_twice_at_once_is_synthesized_once(
+    cache: serving.PhraseCache,
+) -> None:
+    voice = fake_voice(delay=0.2)
+    assert two_at_once(cache, voice, close_first=False)
+    assert voice.calls == 1
+
+
+def test_the_waiter_gets_the_audio_even_when_nothing_can_be_stored(
+    tmp_path: Path, telemetry: Telemetry
+) -> None:
+    (tmp_path / "state").write_text("not a directory")
+    store = CacheStore(tmp_path / "state" / "cache", 2**20)
+    store.open()
+    voice = fake_voice(delay=0.2)
+    assert two_at_once(serving.PhraseCache(store, telemetry), voice, close_first=False)
+    assert voice.calls == 1 and store.problem is not None
+
+
+def test_a_synthesis_cut_short_lets_the_waiter_synthesize(cache: serving.PhraseCache) -> None:
+    voice = fake_voice()
+    assert not two_at_once(cache, voice, close_first=True)
+    assert voice.calls == 1  # the waiter's own; the first never ran
+
+
+class SteppedVoice(FakeVoice):
+    """A fake whose windows each wait for a permit: the test decides when one runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sha256 = "e" * 64
+        self.permits = threading.Semaphore(0)
+        self.windows = 0
+
+    def stream(
+        self, ids: list[int], params: SynthesisParams | None = None, first_frames: int | None = None
+    ) -> Iterator[np.ndarray]:
+        for _ in range(6):
+            self.permits.acquire()
+            self.windows += 1
+            yield np.full(1000, 0.1, np.float32)
+
+
+def test_the_pre_renderer_stops_between_windows_for_a_request(tmp_path: Path) -> None:
+    voice = SteppedVoice()
+    settings = default_settings()
+    voices = Voices(settings, made={"default": voice})
+    schedule = Schedule(4, FakeOutput(), threading.Event())
+    store = CacheStore(tmp_path / "cache", 2**20)
+    store.open()
+    router = Router(settings.synthesis, voices)
+    pre = Prerenderer([TEXT], store, schedule, voices, router, settings.synthesis)
+    pre.start()
+    try:
+        voice.permits.release(2)
+        wait_until(lambda: voice.windows == 2, what="two windows")
+        request = SayRequest(id="now", text="Now.", key="now")
+        schedule.enqueue(Job(request, [], voice, OPTIONS))
+        voice.permits.release(20)  # as many windows as it likes, if it does not stop
+        wait_until(lambda: pre.pauses == 1, what="the pre-renderer to pause")
+        assert voice.windows <= 3, "it went on decoding after the request came"
+        assert pre.max_overlap <= 1 and not store.contains(pre_key(voice))
+        schedule.next_job()
+        schedule.job_done()  # the request is done: idle again
+        wait_until(lambda: pre.state == "done", what="the pre-render to finish")
+        assert voice.windows == 6 and store.contains(pre_key(voice))
+        assert store.stats()["phrase_entries"] == 1
+    finally:
+        pre.stop()
+
+
+def pre_key(voice: FakeVoice) -> ChunkKey:
+    return ChunkInput.of(voice, TEXT, SpeechOptions(length_scale=1.0, volume=1.0)).key()
+
+
+def say(text: str, **fields: object) -> SayRequest:
+    payload = json.dumps({"text": text, **fields}).encode()
+    return parse_say(Envelope("edge-tts/pi/say", payload, time.monotonic()), 1000)
+
+
+def test_a_request_may_opt_out_and_must_say_so_with_a_boolean() -> None:
+    assert say(TEXT).cache and not say(TEXT, cache=False).cache
+    with pytest.raises(BadRequest, match="'cache' must be a bool"):
+        say(TEXT, cache="no")
+
+
+def test_the_pipeline_serves_hits_and_honours_the_opt_out(
+    cache: serving.PhraseCache, tmp_path: Path
+) -> None:
+    voice, output, reporter = fake_voice(), FakeOutput(speedup=1000), FakeReporter()
+    pipeline = Pipeline(
+        SynthesisSettings(),
+        QueueSettings(),
+        output=output,
+        output_rate=22050,
+        reporter=reporter,
+        telemetry=Telemetry(),
+        played=set(),
+        cache=cache,
+    )
+    pipeline.start()
+    jobs = []
+    try:
+        for n, fields in enumerate([{}, {}, {"cache": False}]):
+            jobs.append(Job(say(f"Attention. {TEXT}", id=f"r{n}", **fields), [], voice, OPTIONS))
+            pipeline.submit(jobs[-1])
+            reporter.wait("finished", f"r{n}")
+    finally:
+        pipeline.stop(2)
+    assert [job.cached_chunks for job in jobs] == [0, 2, 0]
+    assert voice.calls == 4  # two chunks, then both from the cache, then two again
+    assert np.array_equal(output.recorded["r0"], output.recorded["r1"])
+
+
+def test_phrases_come_from_the_list_and_the_file(tmp_path: Path) -> None:
+    phrases = tmp_path / "phrases.txt"
+    phrases.write_text("# door phrases\nThe garage door is open.\n\n  Low fuel.  \n", "utf-8")
+    settings = settings_from_mapping(
+        {"cache": {"phrases": ["Low fuel.", "Seat belt."], "phrases_file": str(phrases)}}
+    )
+    assert load_phrases(settings.cache) == ["Low fuel.", "Seat belt.", "The garage door is open."]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("Low fuel.", "must be a list of texts"), (["Low fuel.", ""], "item 2 must be non-empty")],
+)
+def test_a_phrase_list_is_checked(value: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=f"cache.phrases: {message}"):
+        settings_from_mapping({"cache": {"phrases": value}})

@@ -1,0 +1,142 @@
+"""A real Home Assistant Core speaks through the daemon's Wyoming server: HA 2025.4.4 in
+its own venv (tests/support/homeassistant.py), a real Mosquitto, the real daemon (real
+voice, wav-dir sink). HA is told to add the server as its UI does, lists the voices, and
+its TTS API returns the WAV of a text, with the lead-in, while nothing plays locally."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import shutil
+import tempfile
+import urllib.request
+import wave
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from wyoming.audio import AudioChunk
+from wyoming.client import AsyncTcpClient
+from wyoming.tts import Synthesize
+
+from edge_tts.audio.dsp import ms_to_frames
+from edge_tts.config import AudioSettings
+
+from .conftest import ci_cache
+from .support.broker import Broker, free_port
+from .support.daemon_proc import DaemonProcess, daemon_config
+from .support.homeassistant import HomeAssistant, ha_venv, wait_for
+
+pytestmark = pytest.mark.slow
+
+TEXT = "The front door has been unlocked. Please check the garage before you leave."
+RATE = 22050
+TTS_TIMEOUT_S = 300.0  # HA fetches the audio while the daemon synthesizes, on a busy machine
+
+
+@dataclass
+class Rig:
+    ha: HomeAssistant
+    daemon: DaemonProcess
+    wyoming_port: int
+    wav_dir: Path
+
+
+@pytest.fixture(scope="module")
+def rig() -> Iterator[Rig]:
+    root = Path(tempfile.mkdtemp(prefix="wy-ha-"))
+    venv = ha_venv(ci_cache())  # before the broker: a cold build takes minutes
+    with Broker(root) as broker:
+        ha = HomeAssistant(venv, broker.port)
+        port = free_port()
+        wav_dir = root / "wav"
+        config = daemon_config(
+            root,
+            broker.port,
+            audio={"sink": "wav-dir", "wav_dir": str(wav_dir)},
+            wyoming={"uri": f"tcp://127.0.0.1:{port}"},
+            log_level="INFO",
+        )
+        daemon = DaemonProcess(root, config)
+        try:
+            daemon.start()
+            ha.start()  # HA starts while the daemon warms up its voice
+            daemon.wait_ready()
+            yield Rig(ha, daemon, port, wav_dir)
+        finally:
+            try:
+                if daemon.running():
+                    assert daemon.terminate() == 0
+            finally:
+                print(daemon.log()[-6000:])  # shown when a test fails
+                daemon.close()
+                ha.stop()
+                shutil.rmtree(ha.config_dir, ignore_errors=True)
+                shutil.rmtree(root, ignore_errors=True)
+
+
+def test_home_assistant_speaks_through_the_wyoming_server(rig: Rig) -> None:
+    ha = rig.ha
+    entry = ha.flow("wyoming", {"host": "127.0.0.1", "port": rig.wyoming_port})
+    assert entry["state"] == "loaded", entry
+
+    def tts_entity() -> str | None:
+        mine = [
+            e["entity_id"]
+            for e in ha.ws("config/entity_registry/list")
+            if e["config_entry_id"] == entry["entry_id"] and e["entity_id"].startswith("tts.")
+        ]
+        return mine[0] if mine else None
+
+    engine = wait_for(tts_entity, "HA's tts entity for the server", ha)
+    provider = ha.ws("tts/engine/get", engine_id=engine)["provider"]
+    assert "en_US" in provider["supported_languages"]
+
+    body = {"engine_id": engine, "message": TEXT, "options": {"preferred_format": "wav"}}
+    url = ha.rest("POST", "/api/tts_get_url", body)
+    rate, audio = read_wav(fetch(ha, url["path"]))
+
+    assert rate == RATE
+    lead_in = ms_to_frames(AudioSettings().lead_in_ms, RATE)
+    assert not audio[:lead_in].any()  # the lead-in, for a player that wakes late
+    speech = audio[lead_in:]
+    assert rms(speech[: RATE // 2]) > 300  # speech right after it
+    reference = asyncio.run(direct_synthesis(rig.wyoming_port, TEXT))
+    assert speech.size == pytest.approx(reference.size - lead_in, rel=0.25)  # the same text
+    assert 2.0 < speech.size / RATE < 10.0
+    assert list(rig.wav_dir.glob("*.wav")) == []  # nothing was played on the device
+    rig.daemon.wait_log(r"Wyoming 127\.0\.0\.1:\d+: wyoming-\d+ done")
+    assert ha.errors_about("wyoming", "Wyoming") == []
+
+
+def fetch(ha: HomeAssistant, path: str) -> bytes:
+    request = urllib.request.Request(ha.url + path, headers={"Authorization": f"Bearer {ha.token}"})
+    with urllib.request.urlopen(request, timeout=TTS_TIMEOUT_S) as response:
+        data: bytes = response.read()
+    return data
+
+
+def read_wav(data: bytes) -> tuple[int, np.ndarray]:
+    with wave.open(io.BytesIO(data)) as wav:
+        assert (wav.getnchannels(), wav.getsampwidth()) == (1, 2)
+        frames = wav.getnframes() or (len(data) - 44) // 2  # a streamed header says 0
+        return wav.getframerate(), np.frombuffer(wav.readframes(frames), "<i2")
+
+
+def rms(audio: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(audio.astype(np.float64) ** 2))) if audio.size else 0.0
+
+
+async def direct_synthesis(port: int, text: str) -> np.ndarray:
+    """The same text from the server, without HA in between: what HA's WAV should hold."""
+    chunks: list[bytes] = []
+    async with AsyncTcpClient("127.0.0.1", port) as client:
+        await client.write_event(Synthesize(text=text).event())
+        while (event := await asyncio.wait_for(client.read_event(), TTS_TIMEOUT_S)) is not None:
+            if AudioChunk.is_type(event.type):
+                chunks.append(AudioChunk.from_event(event).audio)
+            elif event.type in ("audio-stop", "error"):
+                break
+    return np.frombuffer(b"".join(chunks), "<i2")
