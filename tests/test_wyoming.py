@@ -30,7 +30,7 @@ from wyoming.tts import (
 
 from edge_tts.audio.dsp import ms_to_frames
 from edge_tts.config import AudioSettings, Settings, SynthesisSettings, WyomingSettings
-from edge_tts.jobs import Job
+from edge_tts.jobs import Job, StepTask
 from edge_tts.messages.request import Priority, SayRequest
 from edge_tts.pipeline import Pipeline
 from edge_tts.synthesis import SpeechOptions
@@ -357,6 +357,13 @@ def test_a_bad_event_gets_an_error_and_the_connection_closes(
     assert_still_serves(rig)
 
 
+def test_an_event_it_has_no_use_for_is_read_whole_and_ignored(rig: Rig) -> None:
+    stray = header(type="audio-chunk", data={"rate": 16000}, payload_length=40_000)
+    events = run(raw_exchange(rig, stray + bytes(40_000) + header(type="describe")))
+    assert [e.type for e in events] == ["info"]
+    assert rig.counter("wyoming_errors") == 0
+
+
 def test_a_client_gone_mid_event_is_cleaned_up(rig: Rig) -> None:
     for data in (b'{"type": "synth', header(type="synthesize", data_length=50) + b'{"te'):
         assert run(raw_exchange(rig, data)) == []
@@ -494,7 +501,7 @@ def assert_still_serves(rig: Rig) -> None:
 
 
 def test_a_critical_local_request_waits_for_no_more_than_the_running_wyoming_chunks(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two Wyoming clients keep both workers busy with long texts; a critical MQTT
     request then gets the next free worker: its first audio comes after at most the
@@ -502,6 +509,16 @@ def test_a_critical_local_request_waits_for_no_more_than_the_running_wyoming_chu
     rig = Rig(tmp_path, delay=0.4)  # each Wyoming chunk takes 0.4 s
     local_voice = FakeVoice(delay=0.1)
     arrived: dict[str, float] = {}
+    taken: list[float] = []  # when a worker took a Wyoming step (under the schedule's lock)
+    take = rig.server.work.take
+
+    def recorded_take() -> StepTask | None:
+        step = take()
+        if step is not None:
+            taken.append(time.monotonic())
+        return step
+
+    monkeypatch.setattr(rig.server.work, "take", recorded_take)
 
     async def client(name: str) -> list[tuple[float, Event]]:
         async with rig.client() as c:
@@ -517,14 +534,14 @@ def test_a_critical_local_request_waits_for_no_more_than_the_running_wyoming_chu
         responses = asyncio.ensure_future(both())
         while len(arrived) < 2:  # both clients are being served: both workers are busy
             await asyncio.sleep(0.01)
-        submitted = time.monotonic()
         job = rig.say_locally(
             "Fire in the kitchen.", local_voice, id="fire", priority=Priority.CRITICAL
         )
-        return await responses, job, submitted
+        queued = time.monotonic()  # from here on every worker sees it first
+        return await responses, job, queued
 
     try:
-        results, job, submitted = run(scenario(), timeout=120)
+        results, job, queued = run(scenario(), timeout=120)
         rig.reporter.wait("finished", "fire")
     finally:
         rig.close()
@@ -533,13 +550,15 @@ def test_a_critical_local_request_waits_for_no_more_than_the_running_wyoming_chu
     local_first_audio = job.chunks[0].first_audio_at
     assert local_first_audio is not None
     wyoming_steps = rig.voice.intervals
-    running = [end for start, end in wyoming_steps if start < submitted < end]
-    started_meanwhile = [s for s, _ in wyoming_steps if submitted < s < local_first_audio]
+    started_meanwhile = [t for t in taken if queued < t < local_first_audio]
     assert started_meanwhile == []  # no Wyoming chunk began before the local first audio
+    # So the Wyoming syntheses in that window are the ones taken before it (one a worker).
+    running = [end for start, end in wyoming_steps if end > queued and start < local_first_audio]
+    assert len(running) <= 2
     # The wait: the Wyoming chunks already running (at most one per worker), then its own.
-    waited_for_wyoming = max(running, default=submitted) - submitted
+    waited_for_wyoming = max(running, default=queued) - queued
     own = job.chunks[0].synth_seconds
-    delay = job.first_written_at - submitted
+    delay = job.first_written_at - queued
     assert delay <= waited_for_wyoming + own + 0.5, (delay, waited_for_wyoming, own)
     assert waited_for_wyoming <= 0.4 + 0.3  # one chunk's synthesis (with a busy machine's slack)
 

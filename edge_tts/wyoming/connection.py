@@ -110,7 +110,8 @@ class Connection:
             if self.writer.can_write_eof():
                 self.writer.write_eof()  # the client reads the error, then the end
             while dropped < _LINGER_BYTES:
-                data = await asyncio.wait_for(self.reader.read(64 * 1024), deadline - loop.time())
+                async with asyncio.timeout_at(deadline):
+                    data = await self.reader.read(64 * 1024)
                 if not data:
                     break
                 dropped += len(data)
@@ -118,7 +119,8 @@ class Connection:
     async def close(self) -> None:
         self.writer.close()
         with contextlib.suppress(ConnectionError, TimeoutError):
-            await asyncio.wait_for(self.writer.wait_closed(), _CLOSE_TIMEOUT_S)
+            async with asyncio.timeout(_CLOSE_TIMEOUT_S):
+                await self.writer.wait_closed()
 
     # --- reading -------------------------------------------------------------------------
 
@@ -250,8 +252,7 @@ class Connection:
             response.cancel()
         if sender is not None and not sender.done():
             sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sender
+            await asyncio.wait({sender}, timeout=_CLOSE_TIMEOUT_S)  # it ends at once
 
     # --- writing -------------------------------------------------------------------------
 
@@ -307,8 +308,11 @@ class Connection:
             await self._write(chunk.event())
 
     async def _write(self, event: Event) -> None:
-        """One event; TimeoutError when the client takes nothing for `idle_timeout`."""
-        await asyncio.wait_for(async_write_event(event, self.writer), self.ctx.idle_timeout)
+        """One event; TimeoutError when the client takes nothing for `idle_timeout`.
+        (asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel that
+        comes as the write completes, and the sender then never ends.)"""
+        async with asyncio.timeout(self.ctx.idle_timeout):
+            await async_write_event(event, self.writer)
 
     def _lead_in(self, rate: int) -> int:
         return round(self.ctx.lead_in_ms * rate / 1000)

@@ -120,7 +120,8 @@ class WyomingServer:
             while not await self._listen():
                 self._tried.set()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stopping.wait(), LISTEN_RETRY_S)
+                    async with asyncio.timeout(LISTEN_RETRY_S):
+                        await stopping.wait()
                 if stopping.is_set():
                     return
             self._tried.set()
@@ -155,6 +156,10 @@ class WyomingServer:
         self._connections.add(task)
         try:
             await connection.serve()
+        except asyncio.CancelledError:
+            # The server stops (nothing awaits this task but the stop). Ending normally
+            # spares asyncio 3.11's stream callback, which logs a cancelled task as an error.
+            pass
         finally:
             self._connections.discard(task)
 
@@ -167,7 +172,8 @@ class WyomingServer:
         await asyncio.gather(*self._connections, return_exceptions=True)
         if server is not None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(server.wait_closed(), STOP_TIMEOUT_S)
+                async with asyncio.timeout(STOP_TIMEOUT_S):
+                    await server.wait_closed()
         _remove_socket(self.uri)
 
 
