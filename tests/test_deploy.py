@@ -524,7 +524,7 @@ def test_a_voice_that_differs_from_its_pin_stops_the_rollout_on_the_controller(
 
 _CHECK_VOICE_DIRS = """\
 - name: The role's check of voice directories on the controller
-  hosts: localhost
+  hosts: all
   gather_facts: false
   tasks:
     - name: Check the voice directories
@@ -535,23 +535,21 @@ _CHECK_VOICE_DIRS = """\
 
 
 def _check_voice_dirs(tmp_path: Path, voice: Mapping[str, object]) -> str:
-    """The role's controller-side tasks for voice directories alone (seconds, no root):
-    they must fail the play; returns its output."""
+    """The role's controller-side tasks for voice directories alone (seconds, no root), for
+    two devices of one batch: the first without the voice, the second (another group) with
+    it, which must still be checked. They must fail the play for the second; returns its
+    output."""
     play = tmp_path / "check-voice-dirs.yml"
     play.write_text(_CHECK_VOICE_DIRS)
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    hosts = {
+        "a-pi": {**local, "edge_tts_voices": {}},
+        "b-pi": {**local, "edge_tts_voices": {"mandarin": voice}},
+    }
+    inventory = tmp_path / "check-voice-dirs-hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
     result = subprocess.run(
-        [
-            ansible_tool("ansible-playbook"),
-            "-i",
-            "localhost,",
-            "-c",
-            "local",
-            "-e",
-            f"ansible_python_interpreter={sys.executable}",
-            "-e",
-            json.dumps({"edge_tts_voices": {"mandarin": voice}}),
-            str(play),
-        ],
+        [ansible_tool("ansible-playbook"), "-i", str(inventory), str(play)],
         cwd=DEPLOY,
         capture_output=True,
         text=True,
@@ -559,7 +557,9 @@ def _check_voice_dirs(tmp_path: Path, voice: Mapping[str, object]) -> str:
         env=ansible_env(ANSIBLE_ROLES_PATH=str(DEPLOY / "roles")),
     )
     output = result.stdout + result.stderr
-    assert result.returncode != 0 and "failed=1" in output, output[-4000:]
+    assert result.returncode != 0, output[-4000:]
+    assert re.search(r"a-pi\s*: ok=\d+ .*failed=0", output), output[-4000:]
+    assert re.search(r"b-pi\s*: ok=\d+ .*failed=1", output), output[-4000:]
     return output
 
 
