@@ -32,8 +32,13 @@ Quality, on the EVALUATION sentences (one chunk each, deterministic: FastSpeech2
 sampling): each option's audio against a-ref's with edge_tts/voice/quality.py's
 `compare` (DTW log-mel spectral distance in nats, 24 kHz, and the duration ratio), the
 SNR against a-ref's waveform where the lengths match, and for the acoustic options how
-many symbol durations changed. Reference pairs to read the distance by: a-ref against
-itself at 0.9x gain and at speed 1.01 (tempo).
+many symbol durations changed; the noise floor (frame RMS percentiles, dBFS, 512-sample
+frames: the quietest are pauses, where quantization hiss shows). Reference pairs to read
+the distance by: a-ref against itself at 0.9x gain and at speed 1.01 (tempo). Also per
+option: the vocoder context the daemon's WindowedVocoder finds at load (`probe_context`);
+none means windows do not reproduce whole-chunk output (e.g. dynamic quantization, whose
+activation scales depend on the window), so the daemon would vocode whole chunks and the
+first audio would wait for the whole chunk.
 
 Speed, as the daemon runs the voice: every option's sessions in this process after
 `share_runtime(2)` (the daemon's session options), the acoustic model on the chunk, then
@@ -480,8 +485,10 @@ def quality(
     result: dict[str, Any] = {}
     for name, pipe in pipelines.items():
         rows = []
+        audios = []
         for ids, (ref_audio, ref_durations) in zip(ids_list, ref_out, strict=True):
             audio, durations = pipe.whole(ids)
+            audios.append(audio)
             comparison = compare(ref_audio, audio, sample_rate)
             rows.append(
                 {
@@ -495,7 +502,7 @@ def quality(
                     else None,
                 }
             )
-        result[name] = summarize_quality(rows)
+        result[name] = {**summarize_quality(rows), **noise_floor(audios)}
     # Reference pairs: what a distance of x means.
     gain = [compare(a, a * 0.9, sample_rate).spectral_distance for a, _ in ref_out]
     tempo = []
@@ -507,6 +514,18 @@ def quality(
         "a-ref at speed 1.01": round(statistics.fmean(tempo), 3),
     }
     return result
+
+
+def noise_floor(audios: Sequence[FloatArray], frame: int = 512) -> dict[str, float]:
+    """Frame RMS percentiles in dBFS over every sentence's audio: the quietest frames are
+    pauses and lead-in/out, where quantization noise (hiss) shows (docs/quantization.md)."""
+    rms = []
+    for audio in audios:
+        count = audio.size // frame
+        frames = audio[: count * frame].astype(np.float64).reshape(count, frame)
+        rms.append(np.sqrt(np.mean(frames**2, axis=1)))
+    db = 20 * np.log10(np.maximum(np.concatenate(rms), 1e-10))
+    return {f"floor_p{q}_dbfs": round(float(np.percentile(db, q)), 1) for q in (5, 10, 50)}
 
 
 def summarize_quality(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -743,7 +762,8 @@ def print_report(r: dict[str, Any]) -> None:
         print(f"  {name}: not built: {err}")
     print(
         f"{'option':<12} {'speed':>6} {'(min-max)':>11} {'acoust.':>7} {'vocod.':>7} {'RTF':>6} "
-        f"{'dist':>6} {'max':>6} {'SNR dB':>7} {'dur':>6} {'worst':>6} {'durs chg':>8} {'MB':>6}"
+        f"{'dist':>6} {'max':>6} {'SNR dB':>7} {'dur':>6} {'worst':>6} {'durs chg':>8} {'MB':>6} "
+        f"{'p5 dB':>6} {'window':>6}"
     )
     for name in r["options"]:
         s, q = r["speed"][name], r["quality"][name]
@@ -759,8 +779,13 @@ def print_report(r: dict[str, Any]) -> None:
             f"{q['distance_mean']:>6.3f} {q['distance_max']:>6.3f} "
             f"{snr if isinstance(snr, str) else format(snr, '.1f'):>7} "
             f"{q['duration_ratio_mean']:>6.3f} {q['duration_worst']:>6.3f} "
-            f"{fmt(q['durations_changed']):>8} {mb:>6.1f}"
+            f"{fmt(q['durations_changed']):>8} {mb:>6.1f} "
+            f"{fmt(q.get('floor_p5_dbfs')):>6} {fmt(r['vocoder_context'].get(name)):>6}"
         )
+    print(
+        "  window: the vocoder context WindowedVocoder.probe_context finds (frames); '-': "
+        "windows do not reproduce whole-chunk output, so the daemon vocodes whole chunks"
+    )
     for name, value in r["quality"]["reference pairs"].items():
         print(f"  reference: {name}: distance {value}")
     if "rss" in r:
