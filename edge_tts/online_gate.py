@@ -18,7 +18,6 @@ import dataclasses
 import os
 import sys
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import paho.mqtt.client as mqtt
@@ -40,16 +39,22 @@ EXIT_LOGIN_REFUSED = 2  # the broker refused the login: wrong credentials, not a
 PROTOCOL = MQTTProtocolVersion.MQTTv311
 
 
-@dataclass
-class _Watch:
-    """What paho's thread saw; `done` is set once there is an answer."""
+class BrokerTask:
+    """A short job on the broker under the daemon's login (the rollout gate, the Home
+    Assistant removal): `done` is set once there is an answer, `refused` says why the
+    login failed. Subclasses act in `connected` and hook further callbacks in `bind`."""
 
-    topic: str
-    done: threading.Event = field(default_factory=threading.Event)
-    last: str | None = None
-    refused: str | None = None
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.refused: str | None = None
 
-    def on_connect(
+    def bind(self, client: mqtt.Client) -> None:
+        client.on_connect = self._on_connect
+
+    def connected(self, client: mqtt.Client) -> None:
+        raise NotImplementedError
+
+    def _on_connect(
         self,
         client: mqtt.Client,
         _userdata: object,
@@ -61,9 +66,39 @@ class _Watch:
             self.refused = str(reason)
             self.done.set()
             return
+        self.connected(client)
+
+
+def run_task(broker: BrokerSettings, client_id: str, task: BrokerTask, timeout: float) -> None:
+    """Connect, let `task` work until it is done or `timeout` passes, disconnect."""
+    client = new_client(broker, client_id, PROTOCOL)
+    task.bind(client)
+    try:
+        # paho's thread retries a broker that is not up yet until we give up.
+        client.connect_async(broker.host, broker.port, keepalive=broker.keepalive)
+        client.loop_start()
+        task.done.wait(timeout)
+    finally:
+        client.disconnect()
+        client.loop_stop()
+
+
+class _Watch(BrokerTask):
+    """The availability topic's last value; done once it is `online`."""
+
+    def __init__(self, topic: str) -> None:
+        super().__init__()
+        self.topic = topic
+        self.last: str | None = None
+
+    def bind(self, client: mqtt.Client) -> None:
+        super().bind(client)
+        client.on_message = self._on_message
+
+    def connected(self, client: mqtt.Client) -> None:
         client.subscribe(self.topic, qos=1)
 
-    def on_message(self, _client: mqtt.Client, _userdata: object, msg: mqtt.MQTTMessage) -> None:
+    def _on_message(self, _client: mqtt.Client, _userdata: object, msg: mqtt.MQTTMessage) -> None:
         self.last = msg.payload.decode("utf-8", "replace")
         if self.last == "online":
             self.done.set()
@@ -83,17 +118,7 @@ def wait_online(settings: Settings, timeout: float, password_file: Path | None =
     broker = gate_broker(settings.broker, password_file)
     watch = _Watch(Topics(settings.topic_prefix, settings.device_id).availability)
     client_id = f"edge-tts-deploy-{settings.device_id}-{os.getpid()}"
-    client = new_client(broker, client_id, PROTOCOL)
-    client.on_connect = watch.on_connect
-    client.on_message = watch.on_message
-    try:
-        # paho's thread retries a broker that is not up yet until we give up.
-        client.connect_async(broker.host, broker.port, keepalive=broker.keepalive)
-        client.loop_start()
-        watch.done.wait(timeout)
-    finally:
-        client.disconnect()
-        client.loop_stop()
+    run_task(broker, client_id, watch, timeout)
     if watch.last == "online":
         print(f"{watch.topic}: online")
         return EXIT_ONLINE

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import paho.mqtt.client as mqtt
@@ -21,8 +19,7 @@ from paho.mqtt.reasoncodes import ReasonCode
 
 from ..config import Settings
 from ..messages.topics import Topics
-from ..mqtt_client import new_client
-from ..online_gate import EXIT_LOGIN_REFUSED, EXIT_TIMEOUT, PROTOCOL, gate_broker
+from ..online_gate import EXIT_LOGIN_REFUSED, EXIT_TIMEOUT, BrokerTask, gate_broker, run_task
 from .discovery import config_topic
 
 EXIT_REMOVED = 0
@@ -34,33 +31,26 @@ def retained_topics(settings: Settings) -> list[str]:
     return [config_topic(settings.homeassistant.prefix, settings.device_id), topics.volume]
 
 
-@dataclass
-class _Clearing:
-    """What paho's thread saw; `done` is set once every topic is cleared or refused."""
+class _Clearing(BrokerTask):
+    """Publishes an empty retained message on each topic; done once the broker has
+    taken them all."""
 
-    topics: list[str]
-    done: threading.Event = field(default_factory=threading.Event)
-    pending: set[int] = field(default_factory=set)
-    cleared: int = 0
-    refused: str | None = None
+    def __init__(self, topics: list[str]) -> None:
+        super().__init__()
+        self.topics = topics
+        self.pending: set[int] = set()
+        self.cleared = 0
 
-    def on_connect(
-        self,
-        client: mqtt.Client,
-        _userdata: object,
-        _flags: mqtt.ConnectFlags,
-        reason: ReasonCode,
-        _props: Properties | None,
-    ) -> None:
-        if reason.is_failure:
-            self.refused = str(reason)
-            self.done.set()
-            return
+    def bind(self, client: mqtt.Client) -> None:
+        super().bind(client)
+        client.on_publish = self._on_publish
+
+    def connected(self, client: mqtt.Client) -> None:
         # Both callbacks run on paho's thread: no PUBACK is handled before this returns.
         for topic in self.topics:
             self.pending.add(client.publish(topic, b"", qos=1, retain=True).mid)
 
-    def on_publish(
+    def _on_publish(
         self,
         _client: mqtt.Client,
         _userdata: object,
@@ -81,16 +71,7 @@ def remove(settings: Settings, timeout: float, password_file: Path | None = None
     the password cannot be read."""
     broker = gate_broker(settings.broker, password_file)
     clearing = _Clearing(retained_topics(settings))
-    client = new_client(broker, f"edge-tts-remove-{settings.device_id}-{os.getpid()}", PROTOCOL)
-    client.on_connect = clearing.on_connect
-    client.on_publish = clearing.on_publish
-    try:
-        client.connect_async(broker.host, broker.port, keepalive=broker.keepalive)
-        client.loop_start()
-        clearing.done.wait(timeout)
-    finally:
-        client.disconnect()
-        client.loop_stop()
+    run_task(broker, f"edge-tts-remove-{settings.device_id}-{os.getpid()}", clearing, timeout)
     if clearing.refused is not None:
         print(f"the broker refused the login: {clearing.refused}", file=sys.stderr)
         return EXIT_LOGIN_REFUSED
