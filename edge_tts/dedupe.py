@@ -6,13 +6,13 @@ and acknowledging, the broker redelivers it, and this store keeps it from playin
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
+
+from .atomic import write_text_atomically
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -71,14 +71,9 @@ class PlayedStore:
             self._write(self._path, keys)
 
     def _write(self, path: Path, keys: list[str]) -> None:
-        tmp = path.with_name(path.name + ".tmp")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(keys), "utf-8")
-            os.replace(tmp, path)  # atomic: a crash leaves the old or the new list
+            write_text_atomically(path, json.dumps(keys))
         except OSError as err:
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
             problem = f"cannot save played-request history to {path}: {err.strerror or err}"
             if problem != self.problem:
                 _LOGGER.error("%s; a redelivery after a crash could play twice", problem)

@@ -8,13 +8,13 @@ or the new file), and a file that cannot be read is ignored with a warning.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
-import os
 import threading
 from pathlib import Path
+
+from ..atomic import write_text_atomically
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -96,18 +96,10 @@ class VolumeStore:
                 return
 
     def save(self, volume: float) -> bool:
-        tmp = self.path.with_name(f"{self.path.name}.tmp")
         data = json.dumps({"volume": volume, "configured": self.configured})
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with tmp.open("w", encoding="utf-8") as file:
-                file.write(data)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(tmp, self.path)
+            write_text_atomically(self.path, data, durable=True)
         except OSError as err:
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
             _LOGGER.error("Cannot save the volume to %s: %s", self.path, err.strerror or err)
             return False
         return True

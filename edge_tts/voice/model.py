@@ -9,7 +9,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import onnxruntime
@@ -170,14 +170,7 @@ class Voice:
         feeds = self._feeds(self._warm_up_ids(), None)
         # Only what grows with the input runs at full length (the encoder; the decoder
         # works in bounded windows, sized just above): about a tenth of a whole synthesis.
-        workers = [
-            threading.Thread(target=engine.run_input, args=(feeds,), name=f"warm-up-{n + 1}")
-            for n in range(concurrent)
-        ]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
+        run_at_once(lambda: engine.run_input(feeds), concurrent)
         release_free_memory()
 
     def ids(self, text: str) -> list[list[int]]:
@@ -231,11 +224,7 @@ class Voice:
         return engine
 
     def _session(self, data: bytes) -> onnxruntime.InferenceSession:
-        return onnxruntime.InferenceSession(
-            data,
-            sess_options=session_options(self._threads),
-            providers=["CPUExecutionProvider"],
-        )
+        return new_session(data, self._threads)
 
     def speaker_id(self, speaker: int | str | None) -> int | None:
         """Map a speaker name or number to the model's speaker id (None for one-speaker voices)."""
@@ -290,6 +279,23 @@ class Voice:
         if sid is not None:
             feeds["sid"] = np.array([sid], dtype=np.int64)
         return feeds
+
+
+def new_session(data: bytes, threads: int) -> onnxruntime.InferenceSession:
+    """An onnxruntime session on the CPU from verified model bytes, with our options."""
+    return onnxruntime.InferenceSession(
+        data, sess_options=session_options(threads), providers=["CPUExecutionProvider"]
+    )
+
+
+def run_at_once(work: Callable[[], object], times: int) -> None:
+    """Run `work` in `times` threads at once and wait for them all: a warm-up reaches the
+    memory the daemon's concurrent workers would need together."""
+    workers = [threading.Thread(target=work, name=f"warm-up-{n + 1}") for n in range(times)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
 
 
 def release_free_memory() -> None:

@@ -22,7 +22,7 @@ import onnxruntime
 from . import voice_dir
 from .base import SynthesisParams
 from .integrity import ModelIntegrityError
-from .model import release_free_memory, session_options
+from .model import new_session, release_free_memory, run_at_once
 from .split import check_self_contained
 from .vocoder import WindowedVocoder, probe_context
 
@@ -100,14 +100,7 @@ class TwoStageVoice:
         sessions = self._get_sessions()
         sessions.vocoder.warm_up()
         feeds = self._feeds(self._warm_up_ids(), None)
-        workers = [
-            threading.Thread(target=sessions.acoustic.run, args=(None, feeds), name=f"warm-up-{n}")
-            for n in range(concurrent)
-        ]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
+        run_at_once(lambda: sessions.acoustic.run(None, feeds), concurrent)
         release_free_memory()
 
     def _warm_up_ids(self) -> list[int]:
@@ -201,9 +194,7 @@ class TwoStageVoice:
     def _session(self, name: str, manifest: voice_dir.Manifest) -> onnxruntime.InferenceSession:
         data = voice_dir.read_file(self.directory, name, manifest)
         check_self_contained(self.directory / name, data)
-        return onnxruntime.InferenceSession(
-            data, sess_options=session_options(self._threads), providers=["CPUExecutionProvider"]
-        )
+        return new_session(data, self._threads)
 
 
 def bound_symbols(symbols: list[str], limit: int | None) -> list[list[str]]:
