@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import wave
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from edge_tts.voice.model import Voice
 
 from .support.broker import Broker, Recorder
 from .support.daemon_proc import DaemonProcess, daemon_config
+from .support.disk import fill, small_tmpfs
 from .support.waiting import REQUEST_TIMEOUT_S, wait_until
 
 pytestmark = pytest.mark.slow
@@ -210,21 +210,13 @@ def test_a_request_during_pre_rendering_waits_for_at_most_one_window(rig: Rig) -
 
 @pytest.fixture()
 def tmpfs(workdir: Path) -> Iterator[Path]:
-    """A 1 MB tmpfs we can fill up (needs root, as CI runs)."""
-    path = workdir / "small"
-    path.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(path)]).returncode:
-        pytest.skip("cannot mount a tmpfs here (not root?)")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
+    """A 1 MB tmpfs we can fill up."""
+    yield from small_tmpfs(workdir / "small")
 
 
 def test_a_full_cache_disk_degrades_and_speech_goes_on(rig: Rig, tmpfs: Path) -> None:
     daemon = rig.start(state_dir=str(tmpfs / "state"))
-    filler = tmpfs / "filler"
-    filler.write_bytes(bytes(max(0, shutil.disk_usage(tmpfs).free - 16 * 1024)))
+    filler = fill(tmpfs, 16 * 1024)
     done = rig.speak("full-1", "The cache cannot keep this one.")
     assert done["cached_chunks"] == 0 and (rig.wavs / "full-1.wav").exists()
     rig.rec.wait_for(lambda: any(e["status"] == "degraded" for e in rig.status_events()), 60)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ from paho.mqtt.properties import Properties
 
 from .support.broker import Broker, Recorder
 from .support.daemon_proc import DaemonProcess, daemon_config
+from .support.disk import fill, small_tmpfs
 from .support.soundcard import VirtualSoundCard
 from .support.waiting import wait_until
 
@@ -193,23 +193,8 @@ def test_an_id_with_another_text_is_another_request_and_a_repeat_is_answered(
 
 @pytest.fixture()
 def tmpfs(workdir: Path) -> Iterator[Path]:
-    """A 1 MB tmpfs we can fill up or make read-only (needs root, as CI runs)."""
-    path = workdir / "small"
-    path.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(path)]).returncode:
-        pytest.skip("cannot mount a tmpfs here (not root?)")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
-
-
-def fill(directory: Path, leave_bytes: int) -> Path:
-    """Fill the file system of `directory` until `leave_bytes` are free."""
-    filler = directory / "filler"
-    free = shutil.disk_usage(directory).free - leave_bytes
-    filler.write_bytes(bytes(max(0, free)))
-    return filler
+    """A 1 MB tmpfs we can fill up or make read-only."""
+    yield from small_tmpfs(workdir / "small")
 
 
 def test_a_full_wav_directory_degrades_cleans_up_and_recovers(rig: Daemons, tmpfs: Path) -> None:
