@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime
 
+from ..config import SynthesisSettings
 from . import voice_dir
 from .base import SynthesisParams
 from .integrity import ModelIntegrityError
@@ -28,8 +29,8 @@ from .vocoder import WindowedVocoder, probe_context
 
 _LOGGER = logging.getLogger(__name__)
 
-# Bounds for the symbols of one acoustic run, like `max_phonemes` for a Piper voice: three
-# symbols per Chinese character (initial, final, boundary), so 300 is about 100 characters.
+# What the warm-up repeats up to the bound on one acoustic run (`max_phonemes`): a syllable
+# is three symbols (initial, final, boundary), so 300 symbols are about 100 characters.
 _WARM_UP_SYLLABLE = ("b", "a1", "#0")
 
 
@@ -106,7 +107,8 @@ class TwoStageVoice:
     def _warm_up_ids(self) -> list[int]:
         from . import pinyin
 
-        limit = self.max_phonemes or 300
+        # Unbounded (no daemon runs so), the daemon's bound is still a fair size to reach.
+        limit = self.max_phonemes or SynthesisSettings().max_phonemes
         body = list(_WARM_UP_SYLLABLE) * (limit // len(_WARM_UP_SYLLABLE))
         return pinyin.symbols_to_ids(["sil", *body[: limit - 3], "sil", "eos"], self.config.symbols)
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import onnxruntime
 
-from .windowed import MAX_WINDOW_FRAMES, even_step, next_window
+from .windowed import MAX_WINDOW_FRAMES, in_windows
 
 if TYPE_CHECKING:
     from .voice_dir import TwoStageConfig
@@ -60,38 +60,39 @@ class WindowedVocoder:
         return int(shape[-1]) if isinstance(shape[-1], int) else 80
 
     def run(self, mel: np.ndarray) -> np.ndarray:
-        with self._lock:
-            audio = self._session.run(None, {self._input: np.ascontiguousarray(mel)})[0]
-        return np.asarray(audio, np.float32).reshape(-1)
+        return self._vocode(mel)[0]
 
     def window(self, mel: np.ndarray, start: int, end: int) -> np.ndarray:
         """Audio of frames [start, end) of `mel` ([1, frames, channels])."""
-        context = self.context or 0
-        lo, hi = max(0, start - context), min(mel.shape[1], end + context)
-        audio = self.run(mel[:, lo:hi, :])
-        return audio[(start - lo) * self._hop : (end - lo) * self._hop].copy()
+        return self._window(mel, start, end)[0]
 
     def stream(self, mel: np.ndarray, first_frames: int | None) -> Iterator[np.ndarray]:
-        """Audio pieces in order: a first window of `first_frames` when asked, then windows
-        as large as the audio already made allows (windowed.py's policy for Piper)."""
-        total = mel.shape[1]
+        """Audio pieces in order, by windowed.py's policy (`in_windows`), as for Piper."""
         if self.context is None:
             yield self.run(mel)
             return
-        if not first_frames or total <= 2 * (first_frames + self.context):
-            first_frames = None  # one window is as quick
-        start, size = 0, min(first_frames or MAX_WINDOW_FRAMES, MAX_WINDOW_FRAMES)
-        made_s, first_at = 0.0, 0.0
-        while start < total:
-            opening = start == 0 and first_frames is not None
-            end = min(total, start + size) if opening else start + even_step(total - start, size)
+        yield from in_windows(
+            mel.shape[1],
+            first_frames,
+            self.context,
+            self._frame_s,
+            lambda start, end: self._window(mel, start, end),
+        )
+
+    def _window(self, mel: np.ndarray, start: int, end: int) -> tuple[np.ndarray, float]:
+        """The window's audio, and the seconds its vocoding took per frame."""
+        context = self.context or 0
+        lo, hi = max(0, start - context), min(mel.shape[1], end + context)
+        audio, seconds = self._vocode(mel[:, lo:hi, :])
+        kept = audio[(start - lo) * self._hop : (end - lo) * self._hop].copy()
+        return kept, seconds / (end - start)
+
+    def _vocode(self, mel: np.ndarray) -> tuple[np.ndarray, float]:
+        with self._lock:  # timed inside: waiting for the other worker is not its cost
             began = time.monotonic()
-            yield self.window(mel, start, end)
-            per_frame = (time.monotonic() - began) / (end - start)
-            first_at = first_at or time.monotonic()
-            made_s += (end - start) * self._frame_s
-            size = next_window(made_s - (time.monotonic() - first_at), per_frame, first_frames or 1)
-            start = end
+            audio = self._session.run(None, {self._input: np.ascontiguousarray(mel)})[0]
+            seconds = time.monotonic() - began
+        return np.asarray(audio, np.float32).reshape(-1), seconds
 
 
 def probe_context(session: onnxruntime.InferenceSession, config: TwoStageConfig) -> int | None:

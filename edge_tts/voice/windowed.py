@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -108,21 +108,13 @@ class WindowedEngine:
     ) -> Iterator[np.ndarray]:
         latent = self._encoder.run(None, feeds)[0]
         extra = {**speaker_feeds(self._decoder_inputs), **_pick(feeds, self._decoder_inputs)}
-        total = latent.shape[2]
-        if not first_frames or total <= 2 * (first_frames + self.context):
-            first_frames = None  # none asked, or short enough that one window is as quick
-        start, size = 0, min(first_frames or MAX_WINDOW_FRAMES, MAX_WINDOW_FRAMES)
-        made_s, first_at = 0.0, 0.0
-        while start < total:
-            opening = start == 0 and first_frames is not None  # its size is about latency
-            end = min(total, start + size) if opening else start + even_step(total - start, size)
-            audio, seconds_per_frame = self._decode(latent, start, end, extra)
-            yield audio
-            first_at = first_at or time.monotonic()
-            made_s += (end - start) * self.frame_seconds
-            buffered_s = made_s - (time.monotonic() - first_at)
-            size = next_window(buffered_s, seconds_per_frame, first_frames or 1)
-            start = end
+        yield from in_windows(
+            latent.shape[2],
+            first_frames,
+            self.context,
+            self.frame_seconds,
+            lambda start, end: self._decode(latent, start, end, extra),
+        )
 
     def _decode(
         self, latent: np.ndarray, start: int, end: int, extra: dict[str, np.ndarray]
@@ -144,6 +136,31 @@ class WindowedEngine:
 
 
 Span = tuple[int, int]
+Decode = Callable[[int, int], tuple[np.ndarray, float]]  # frames [start, end) -> audio, s/frame
+
+
+def in_windows(
+    total: int, first_frames: int | None, context: int, frame_seconds: float, decode: Decode
+) -> Iterator[np.ndarray]:
+    """Audio of `total` frames in windows, in order: a first window of `first_frames` when
+    asked (its size is about latency), then even windows as large as the audio already
+    made allows (`next_window`). The Piper decoder and the two-stage vocoder both go by it.
+    `decode` says how long a frame took: timed there, not across the yield, which also
+    counts the time the consumer spends with a piece."""
+    if not first_frames or total <= 2 * (first_frames + context):
+        first_frames = None  # none asked, or short enough that one window is as quick
+    start, size = 0, min(first_frames or MAX_WINDOW_FRAMES, MAX_WINDOW_FRAMES)
+    made_s, first_at = 0.0, 0.0
+    while start < total:
+        opening = start == 0 and first_frames is not None
+        end = min(total, start + size) if opening else start + even_step(total - start, size)
+        audio, seconds_per_frame = decode(start, end)
+        yield audio
+        first_at = first_at or time.monotonic()
+        made_s += (end - start) * frame_seconds
+        buffered_s = made_s - (time.monotonic() - first_at)
+        size = next_window(buffered_s, seconds_per_frame, first_frames or 1)
+        start = end
 
 
 def window_plan(
