@@ -85,10 +85,14 @@ class Rig:
         return self.daemon.wait_log(pattern, timeout=timeout, count=count)
 
     def telemetry(self) -> dict[str, Any]:
-        found = [json.loads(p) for _, t, p, _ in self.rec.messages if t == TELEMETRY]
-        assert found, "no telemetry yet"
-        latest: dict[str, Any] = found[-1]
-        return latest
+        """The latest telemetry, waiting for the first one: on a fast machine a test gets
+        here before the daemon's first publish (one interval after it is ready)."""
+
+        def latest() -> dict[str, Any] | None:
+            found = [json.loads(p) for _, t, p, _ in self.rec.messages if t == TELEMETRY]
+            return found[-1] if found else None
+
+        return wait_until(latest, 60, "the first telemetry")
 
     def status_events(self) -> list[dict[str, Any]]:
         return [e for e in self.rec.events(EVENTS) if e["event"] == "status"]
@@ -187,8 +191,12 @@ def test_a_rebuilt_voice_is_never_served_the_old_builds_audio(rig: Rig) -> None:
     rig.start(voices=voices)  # no phrases: nothing is rendered ahead for the new build
     done = rig.speak("new-build", PHRASE)
     assert done["cached_chunks"] == 0, "the old build's audio was played"
-    wait_until(lambda: bool(rig.telemetry().get("voices")), 60, "telemetry")
-    assert rig.telemetry()["voices"]["default"]["sha256"] != old_digest
+    # The old daemon's last snapshot stays the latest until the new one publishes.
+    wait_until(
+        lambda: rig.telemetry()["voices"]["default"]["sha256"] != old_digest,
+        60,
+        "telemetry with the new build's digest",
+    )
     assert rig.speak("new-build-again", PHRASE)["cached_chunks"] == 1  # its own entry now
 
 
