@@ -263,7 +263,8 @@ class Daemon:
             "cache": self.cache.gauges(),
             "wyoming_clients": self.wyoming.clients if self.wyoming is not None else None,
             "voices": {
-                n: {"loaded": v.loaded, "sha256": v.sha256} for n, v in self.voices.all().items()
+                n: {"loaded": v.loaded, "sha256": v.sha256, "build": v.build.as_dict()}
+                for n, v in self.voices.all().items()
             },
         }
 

@@ -1,5 +1,5 @@
-"""Command line: `edge-ttsd run | check-config | say | verify-model | quantize | wait-online |
-voice import | homeassistant remove`."""
+"""Command line: `edge-ttsd run | check-config | say | verify-model | quantize | tune |
+wait-online | voice import | homeassistant remove`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import tune_cmd
 from .logs import setup_logging
 from .text import EmptyTextError
 
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_wait_online(sub)
     _add_voice(sub)
     _add_homeassistant(sub)
+    tune_cmd.add_parser(sub, DEFAULT_CONFIG)
     return parser
 
 
@@ -225,7 +227,7 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
         f"{args.config}: OK (device {settings.device_id}, broker "
         f"{settings.broker.host}:{settings.broker.port}, voices {voices})"
     )
-    return 0
+    return tune_cmd.print_choices(settings)
 
 
 def _cmd_say(args: argparse.Namespace) -> int:

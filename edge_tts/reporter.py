@@ -46,7 +46,8 @@ class MqttReporter:
 
     def started(self, job: Job) -> None:
         wait = _ms(job.started_at, job.request.received_at)
-        self._emit(job, "started", final=False, queue_wait_ms=wait)
+        build = {"voice": job.voice.name, **job.voice.build.as_dict()}
+        self._emit(job, "started", final=False, queue_wait_ms=wait, build=build)
 
     def finished(self, job: Job) -> None:
         utt = job.utterance
@@ -72,6 +73,7 @@ class MqttReporter:
             first_chunk_chars=len(job.chunks[0].text) if job.chunks else None,
             stages_ms=_stages(job),
             voices=list(dict.fromkeys(chunk.voice.name for chunk in job.chunks or [])),
+            builds={c.voice.name: c.voice.build.as_dict() for c in job.chunks or []},
         )
         self._hermes_done(job)
 

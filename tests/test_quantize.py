@@ -29,7 +29,7 @@ SAMPLE_RATE = 22050
 # own sampling noise (0.667, 1, 0.8) is 0.33 mean / 0.38 max from deterministic FP32, and
 # an ASR hears static-fast as well as FP32; quantizing stage 2 as well gives 0.6-1.0.
 # 0.5 leaves ~0.1 above the default's worst here for other CPUs' kernels.
-DEFAULT_MAX_DISTANCE = 0.5
+DEFAULT_MAX_DISTANCE = quality.GATE_MAX_DISTANCE
 
 # Those figures come from a CPU with int8 dot-product instructions (AVX512-VNNI). On one
 # without them (an AVX2-only AMD EPYC, 2026-11-30) the same build, deterministic, is at

@@ -11,6 +11,7 @@ dotted key paths in every message.
 from .checks import ConfigError
 from .loader import config_keys, default_settings, load_settings, settings_from_mapping
 from .sections import (
+    AUTO_BUILD,
     LOG_LEVELS,
     MQTT_PORT,
     MQTTS_PORT,
@@ -32,6 +33,7 @@ from .sections import (
 )
 
 __all__ = [
+    "AUTO_BUILD",
     "LOG_LEVELS",
     "MQTTS_PORT",
     "MQTT_PORT",

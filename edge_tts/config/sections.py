@@ -52,6 +52,15 @@ def _topic_prefix(value: str) -> str:
     return value
 
 
+AUTO_BUILD = "auto"
+
+
+def _build_name(value: str) -> str:
+    if not value or not all(c.isalnum() or c == "-" for c in value):
+        raise Invalid(f"must be auto, fp32 or a quantization scheme's name, got {value!r}")
+    return value
+
+
 def _sha256(value: str) -> str:
     digest = value.lower()
     if len(digest) != 64 or not all(c in string.hexdigits for c in digest):
@@ -121,6 +130,9 @@ class VoiceSettings(Checked):
     sha256: str | None = setting(None, _sha256)
     speaker: str | None = setting(None, int_as_str=True)
     length_scale: float | None = setting(None, between(0.1, 10))
+    # Which build to load: "auto" takes the one `edge-ttsd tune` chose on this machine (else
+    # the configured file); "fp32" or a quantization scheme's name pins one.
+    build: str = setting(AUTO_BUILD, _build_name)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,18 @@ class SynthesisParams:
     noise_w: float | None = None
 
 
+@dataclass(frozen=True)
+class BuildInfo:
+    """Which build of a voice runs, and how: shown in telemetry and events."""
+
+    scheme: str  # "fp32", a quantization scheme's name, or "imported"
+    threads: int  # onnxruntime intra-op threads
+    chosen_by: str = "config"  # "config" (the file or build it names) or "tune"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"scheme": self.scheme, "threads": self.threads, "chosen_by": self.chosen_by}
+
+
 class SpeechVoice(Protocol):
     """Thread-safe: `stream` may be called from several workers at once."""
 
@@ -56,6 +68,8 @@ class SpeechVoice(Protocol):
 
     @property
     def loaded(self) -> bool: ...
+
+    build: BuildInfo  # set by whoever chose the build (the registry), else the voice's own
 
     @property
     def sha256(self) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,8 @@ PACKAGED_DIGESTS = {
     "en_US-joe-medium.onnx": "58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06",
 }
 INT8_SUFFIX = ".int8.onnx"
+FP32 = "fp32"  # the build a Piper voice is published as
+IMPORTED = "imported"  # a two-stage voice: the one build `edge-ttsd voice import` made
 
 
 class VoiceNotFoundError(LookupError):
@@ -92,3 +95,18 @@ def from_model_path(model: Path) -> VoiceFiles:
     if not config.is_file():
         raise VoiceNotFoundError(f"voice config not found next to the model: {config}")
     return VoiceFiles(model=model, config=config)
+
+
+def scheme_of(model: Path) -> str:
+    """A Piper model's build: our quantizer's manifest names its scheme; a model without
+    one is taken as FP32, which is how Piper voices are published."""
+    return str(read_manifest(model).get("scheme", FP32))
+
+
+def read_manifest(model: Path) -> dict[str, object]:
+    """What our quantizer wrote beside a model (`<model>.manifest.json`); {} for none."""
+    try:
+        data = json.loads(model.with_name(model.name + ".manifest.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

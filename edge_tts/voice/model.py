@@ -15,8 +15,8 @@ import numpy as np
 import onnxruntime
 from piper.config import PiperConfig
 
-from .base import SynthesisParams
-from .files import VoiceFiles
+from .base import BuildInfo, SynthesisParams
+from .files import VoiceFiles, scheme_of
 from .integrity import read_pinned
 from .phonemize import phonemes_to_ids, phonemize, text_to_ids
 from .split import check_and_split
@@ -119,6 +119,7 @@ class Voice:
         self._engine: Engine | None = None
         self.sha256: str | None = None
         self.load_seconds: float | None = None
+        self.build = BuildInfo(scheme_of(files.model), threads)
 
     @property
     def name(self) -> str:

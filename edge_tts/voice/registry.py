@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from ..config import Settings, VoiceSettings
@@ -13,6 +15,8 @@ from . import files, voice_dir
 from .base import SpeechVoice
 from .model import Voice
 from .two_stage import TwoStageVoice
+
+_LOGGER = logging.getLogger(__name__)
 
 # What a request's `language` may name besides a code: "mandarin" is what users write.
 _LANGUAGE_NAMES: Mapping[str, str] = {"mandarin": "zh", "chinese": "zh", "english": "en"}
@@ -25,16 +29,23 @@ class Voices:
     def __init__(self, settings: Settings, made: Mapping[str, SpeechVoice] | None = None):
         """`made`: voices already built, by name (tests give fakes here)."""
         self._settings = settings
-        self._voices = (
-            dict(made)
-            if made is not None
-            else {name: self._make(vs) for name, vs in settings.voices.items()}
-        )
+        self._voices = dict(made) if made is not None else self._open_all()
 
-    def _make(self, vs: VoiceSettings) -> SpeechVoice:
+    def _open_all(self) -> dict[str, SpeechVoice]:
+        """Each voice as the build this machine should run: the one `edge-ttsd tune`
+        chose here while its record holds, else the configured file (tune/record.py)."""
+        from ..tune.record import choices
+
         synthesis = self._settings.synthesis
-        spec = str(vs.path) if vs.path is not None else None
-        return open_voice(spec, vs.sha256, synthesis.threads, synthesis.max_phonemes)
+        voices: dict[str, SpeechVoice] = {}
+        for name, chosen in choices(self._settings).items():
+            build = chosen.build
+            pinned = self._settings.voices[name].sha256 if build.configured else build.sha256
+            voice = open_voice(str(build.path), pinned, synthesis.threads, synthesis.max_phonemes)
+            voice.build = replace(voice.build, chosen_by=chosen.chosen_by)
+            _LOGGER.info("Voice %s: %s build (%s), %s", name, build.scheme, build.path, chosen.why)
+            voices[name] = voice
+        return voices
 
     @property
     def default(self) -> SpeechVoice:

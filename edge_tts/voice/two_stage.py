@@ -21,7 +21,8 @@ import onnxruntime
 
 from ..config import SynthesisSettings
 from . import voice_dir
-from .base import SynthesisParams
+from .base import BuildInfo, SynthesisParams
+from .files import IMPORTED
 from .integrity import ModelIntegrityError
 from .model import new_session, release_free_memory, run_at_once
 from .split import check_self_contained
@@ -59,6 +60,7 @@ class TwoStageVoice:
         self._sessions: _Sessions | None = None
         self.sha256: str | None = None
         self.load_seconds: float | None = None
+        self.build = BuildInfo(IMPORTED, threads)
 
     @property
     def name(self) -> str:

@@ -14,7 +14,7 @@ from edge_tts.audio.output import AudioUnavailableError, Utterance, check_rate
 from edge_tts.config import AudioSettings
 from edge_tts.jobs import Job
 from edge_tts.voice import files
-from edge_tts.voice.base import SpeechVoice, SynthesisParams
+from edge_tts.voice.base import BuildInfo, SpeechVoice, SynthesisParams
 from edge_tts.voice.model import load_config
 from edge_tts.voice.phonemize import text_to_ids
 
@@ -39,6 +39,7 @@ class FakeVoice:
         self.sentence_silence_s = 0.0
         self.speakers: list[str] = []
         self.sha256: str | None = None
+        self.build = BuildInfo("fake", 2)
 
     def warm_up(self, concurrent: int = 1) -> None:
         self.load()

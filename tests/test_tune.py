@@ -1,0 +1,261 @@
+"""`edge-ttsd tune`: which builds of a voice stand in for one another, the choice, its
+record and when it stops holding (unit tests on small files), and end to end: tune on
+this machine, then the daemon runs what tune chose and says so in its events and
+telemetry, and stops using it when the machine no longer matches."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from edge_tts.config import settings_from_mapping
+from edge_tts.tune import record
+from edge_tts.tune.builds import Build, BuildError, candidates, pinned_build
+from edge_tts.tune.machine import cpu_facts, fingerprint
+from edge_tts.tune.measure import Gate, Measured, Timing
+from edge_tts.tune.run import pick, thread_counts
+from edge_tts.voice import files
+from edge_tts.voice.integrity import sha256_hex
+from edge_tts.voice.quantize import DEFAULT_SCHEME
+
+from .conftest import run_cli
+from .support.broker import Broker, Recorder
+from .support.daemon_proc import DaemonProcess, daemon_config
+from .support.waiting import REQUEST_TIMEOUT_S, wait_until
+
+PACKAGED = files.PACKAGED_DIGESTS["en_US-joe-medium.onnx"]
+
+# --- the machine ------------------------------------------------------------------------
+
+
+def test_cpu_facts_name_the_cpu_and_the_instructions_that_pick_kernels(tmp_path: Path) -> None:
+    x86 = tmp_path / "x86"
+    x86.write_text(
+        "processor\t: 0\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu sse2 avx2 fma avx512_vnni\n"
+        "\nprocessor\t: 1\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu sse2 avx2 fma avx512_vnni\n"
+    )
+    arm = tmp_path / "arm"  # a Pi 4's kernel: no model name, a CPU part number
+    arm.write_text(
+        "processor\t: 0\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm crc32 cpuid\n"
+        "CPU implementer\t: 0x41\nCPU part\t: 0xd08\n"
+    )
+    facts = cpu_facts(x86)
+    assert facts["model"] == "AMD EPYC 7B13"
+    assert facts["notable_flags"] == ["avx2", "avx512_vnni", "fma"]
+    assert facts["int8_dot_product"] is True
+    pi4 = cpu_facts(arm)
+    assert str(pi4["model"]).endswith("part 0xd08")
+    assert pi4["notable_flags"] == ["asimd"] and pi4["int8_dot_product"] is False
+    assert facts["flags_sha256"] != pi4["flags_sha256"]
+
+
+def test_thread_counts_start_with_the_configured_one() -> None:
+    assert thread_counts(2, 4) == [2, 1, 4]
+    assert thread_counts(2, 2) == [2, 1]
+    assert thread_counts(1, 8) == [1, 2, 8]
+
+
+# --- the builds of a voice ----------------------------------------------------------------
+
+
+def fake_build(folder: Path, name: str, scheme: str, source: str) -> Path:
+    """A file standing in for one of our INT8 builds: content, config and manifest."""
+    model = folder / name
+    model.write_bytes(f"not a model: {name}".encode())
+    model.with_name(model.name + ".json").write_text("{}")
+    manifest = {"scheme": scheme, "sha256": sha256_hex(model.read_bytes()), "source_sha256": source}
+    model.with_name(model.name + ".manifest.json").write_text(json.dumps(manifest))
+    return model
+
+
+@pytest.fixture()
+def voices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    data = tmp_path / "data"
+    (data / "voices").mkdir(parents=True)
+    monkeypatch.setenv("EDGE_TTS_DATA_DIR", str(data))
+    yield data / "voices"
+
+
+def settings_for(voice: dict[str, Any], state: Path) -> Any:
+    return settings_from_mapping({"voices": {"default": voice}, "state_dir": str(state)})
+
+
+def test_candidates_are_the_configured_build_its_original_and_its_siblings(
+    voices: Path, tmp_path: Path
+) -> None:
+    configured = fake_build(voices, "joe.int8.onnx", "static-fast", PACKAGED)
+    sibling = fake_build(voices, "joe.weight-only.int8.onnx", "weight-only", PACKAGED)
+    fake_build(voices, "other.int8.onnx", "static-fast", "0" * 64)  # another voice's build
+    found = candidates(settings_for({"path": str(configured)}, tmp_path).voices["default"])
+    assert [(b.scheme, b.path, b.configured) for b in found] == [
+        ("static-fast", configured, True),
+        ("fp32", files.packaged_fp32().model, False),
+        ("weight-only", sibling, False),
+    ]
+    assert found[1].sha256 == PACKAGED and found[2].sha256 == sha256_hex(sibling.read_bytes())
+
+
+def test_a_pinned_build_is_found_or_refused_with_what_to_do(voices: Path, tmp_path: Path) -> None:
+    configured = fake_build(voices, "joe.int8.onnx", "static-fast", PACKAGED)
+    vs = settings_for({"path": str(configured), "build": "fp32"}, tmp_path).voices["default"]
+    assert pinned_build(vs).path == files.packaged_fp32().model
+    missing = settings_for({"path": str(configured), "build": "static-all"}, tmp_path)
+    with pytest.raises(BuildError, match=r"no 'static-all' build .*edge-ttsd quantize --scheme"):
+        pinned_build(missing.voices["default"])
+
+
+# --- the choice and when it holds ---------------------------------------------------------
+
+
+def measured(build: Build, rtf: float, gate: Gate | None = None) -> Measured:
+    return Measured(build, gate, {2: Timing([0.1], rtf * 10, 10.0)})
+
+
+FP32 = Build("fp32", Path("/v/joe.onnx"), "a" * 64, configured=False)
+INT8 = Build("static-fast", Path("/v/joe.int8.onnx"), "b" * 64, configured=True)
+PASS, FAIL = Gate(True, 0.4, 0.01, 2), Gate(False, 0.59, 0.01, 2)
+
+
+def test_pick_the_fastest_build_that_passes_the_gate() -> None:
+    faster_int8 = [measured(INT8, 0.30, PASS), measured(FP32, 0.40)]
+    assert pick(faster_int8, 2)[0].build is INT8
+    failed = [measured(INT8, 0.30, FAIL), measured(FP32, 0.40)]
+    best, why = pick(failed, 2)
+    assert best.build is FP32 and "failed the quality gate" in why
+    within_noise = [measured(INT8, 0.40, PASS), measured(FP32, 0.39)]
+    assert pick(within_noise, 2)[0].build is INT8  # not worth a switch: 2.5 % is noise
+    clearly = [measured(INT8, 0.40, PASS), measured(FP32, 0.30)]
+    best, why = pick(clearly, 2)
+    assert best.build is FP32 and why.startswith("1.33x")
+
+
+def a_record(state: Path, configured: Path, chosen: Path, machine: dict[str, object]) -> None:
+    entry = {
+        "configured_sha256": sha256_hex(configured.read_bytes()),
+        "chosen": {
+            "scheme": "weight-only",
+            "path": str(chosen),
+            "sha256": sha256_hex(chosen.read_bytes()),
+        },
+    }
+    state.mkdir(exist_ok=True)
+    (state / record.RECORD_NAME).write_text(
+        json.dumps({"format": record.FORMAT, "machine": machine, "voices": {"default": entry}})
+    )
+
+
+def test_the_recorded_choice_holds_until_the_machine_or_a_model_changes(
+    voices: Path, tmp_path: Path
+) -> None:
+    configured = fake_build(voices, "joe.int8.onnx", "static-fast", PACKAGED)
+    chosen = fake_build(voices, "joe.weight-only.int8.onnx", "weight-only", PACKAGED)
+    state = tmp_path / "state"
+    settings = settings_for({"path": str(configured)}, state)
+    machine = fingerprint()
+
+    def loads() -> tuple[Path, str, str]:
+        choice = record.choices(settings)["default"]
+        return choice.build.path, choice.chosen_by, choice.why
+
+    assert loads() == (configured, "config", "not tuned on this machine")
+    a_record(state, configured, chosen, machine)
+    assert loads()[:2] == (chosen, "tune")
+    a_record(state, configured, chosen, {**machine, "model": "Cortex-A72"})
+    assert loads()[0] == configured and "CPU changed" in loads()[2]
+    a_record(state, configured, chosen, {**machine, "onnxruntime": "1.0.0"})
+    assert loads()[0] == configured and "onnxruntime changed" in loads()[2]
+    a_record(state, configured, chosen, machine)
+    chosen.write_bytes(b"rebuilt")  # a new build, with its manifest: not what tune measured
+    manifest = chosen.with_name(chosen.name + ".manifest.json")
+    rebuilt = {**json.loads(manifest.read_text()), "sha256": sha256_hex(b"rebuilt")}
+    manifest.write_text(json.dumps(rebuilt))
+    assert loads()[0] == configured and "changed since" in loads()[2]
+    (state / record.RECORD_NAME).write_text("{not json")
+    assert loads()[:2] == (configured, "config")
+    pinned = settings_for({"path": str(configured), "build": "fp32"}, state)
+    assert record.choices(pinned)["default"].build.path == files.packaged_fp32().model
+
+
+# --- end to end -----------------------------------------------------------------------------
+
+
+def started_and_finished(rec: Recorder, request_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    rec.publish("edge-tts/testpi/say", json.dumps({"id": request_id, "text": "Tuned."}))
+    done = rec.wait_event(
+        "edge-tts/testpi/events", "finished", request_id, timeout=REQUEST_TIMEOUT_S
+    )
+    started = rec.wait_event("edge-tts/testpi/events", "started", request_id)
+    return started, done
+
+
+@pytest.mark.slow
+def test_tune_records_a_choice_and_the_daemon_runs_it_while_it_holds(
+    workdir: Path, broker: Broker
+) -> None:
+    config = daemon_config(
+        workdir, broker.port, audio={"sink": "wav-dir", "wav_dir": str(workdir / "wav")}
+    )
+    config_file = workdir / "tune.yaml"
+    config_file.write_text(yaml.safe_dump(config))
+    tuned = run_cli("tune", "--config", str(config_file), "--quick", "--threads", "2", timeout=900)
+    assert tuned.returncode == 0, tuned.stdout + tuned.stderr
+    saved = json.loads((workdir / "state" / record.RECORD_NAME).read_text())
+    entry = saved["voices"]["default"]
+    assert {c["scheme"] for c in entry["candidates"]} == {"fp32", DEFAULT_SCHEME}
+    for candidate in entry["candidates"]:
+        timing = candidate["by_threads"]["2"]
+        assert timing["rtf"] > 0 and timing["ttfa_ms"] > 0 and candidate["rss_mb"] is not None
+        if candidate["scheme"] != "fp32":
+            assert candidate["gate"] is not None, "an INT8 build was not checked against FP32"
+    scheme = entry["chosen"]["scheme"]
+    assert f"chosen: {scheme}" in tuned.stdout and "TTFA p50" in tuned.stdout
+    shown = run_cli("check-config", str(config_file))
+    assert f"voice default: loads the {scheme} build" in shown.stdout, shown.stdout
+
+    rec = Recorder(broker.port, ["edge-tts/#"])
+    daemon = DaemonProcess(workdir, config)
+    try:
+        daemon.start()
+        daemon.wait_ready()
+        started, done = started_and_finished(rec, "tuned-1")
+        expected = {
+            "voice": "en_US-joe-medium",
+            "scheme": scheme,
+            "threads": 2,
+            "chosen_by": "tune",
+        }
+        assert started["build"] == expected
+        assert done["builds"] == {
+            "en_US-joe-medium": {k: expected[k] for k in ("scheme", "threads", "chosen_by")}
+        }
+        wait_until(
+            lambda: _telemetry_build(rec) == done["builds"]["en_US-joe-medium"],
+            60,
+            "telemetry build",
+        )
+        assert daemon.terminate() == 0
+
+        saved["machine"]["model"] = "Cortex-A72"  # as if the SD card moved to a Pi 4
+        (workdir / "state" / record.RECORD_NAME).write_text(json.dumps(saved))
+        daemon.start()
+        daemon.wait_ready()
+        daemon.wait_log(r"Voice default: .* the tuning record does not hold: CPU changed")
+        started, _ = started_and_finished(rec, "moved-1")
+        assert started["build"]["chosen_by"] == "config"
+        assert started["build"]["scheme"] == files.scheme_of(files.default_voice().model)
+    finally:
+        print(daemon.log()[-4000:])  # shown when the test fails
+        if daemon.running():
+            daemon.terminate()
+        daemon.close()
+        rec.close()
+
+
+def _telemetry_build(rec: Recorder) -> dict[str, Any] | None:
+    found = [json.loads(p) for _, t, p, _ in rec.messages if t == "edge-tts/testpi/telemetry"]
+    return found[-1]["voices"]["default"]["build"] if found else None
