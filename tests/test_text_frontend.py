@@ -353,12 +353,13 @@ def test_a_voice_reads_its_own_script() -> None:
     ],
 )
 def test_prepare_mandarin(text: str, chunks: list[str]) -> None:
-    assert [c.replace(" ", "") for c in prepare(text, "zh", first_chunk_chars=10)] == chunks
+    # 25 English characters' worth: 10 Chinese characters (a Han character counts 2.5)
+    assert [c.replace(" ", "") for c in prepare(text, "zh", first_chunk_chars=25)] == chunks
 
 
 def test_prepare_mandarin_respects_the_limits() -> None:
     text = "您已偏离路线，正在重新规划，请在前方路口掉头，然后沿当前道路行驶3公里。请注意安全。"
-    assert prepare(text, "zh", max_chunk_chars=16, first_chunk_chars=10) == [
+    assert prepare(text, "zh", max_chunk_chars=40, first_chunk_chars=25) == [  # 16 and 10
         "您已偏离路线,",
         "正在重新规划,",
         "请在前方路口掉头,",
@@ -376,7 +377,7 @@ def test_prepare_mandarin_respects_the_limits() -> None:
     ],
 )
 def test_no_mandarin_chunk_exceeds_the_limit(text: str) -> None:
-    chunks = prepare(text, "zh", max_chunk_chars=30, first_chunk_chars=12)
+    chunks = prepare(text, "zh", max_chunk_chars=75, first_chunk_chars=30)  # 30 and 12
     assert len(chunks[0]) <= 12
     assert all(0 < len(chunk) <= 30 for chunk in chunks)
     assert not any(char.isdigit() for chunk in chunks for char in chunk)
@@ -390,7 +391,7 @@ def test_mandarin_with_nothing_speakable_raises(text: str) -> None:
 
 def test_shortening_the_first_chunk_adds_no_space_to_chinese() -> None:
     text = "您已偏离路线，正在重新规划，请在前方路口掉头。"
-    assert prepare(text, "zh", first_chunk_chars=10) == [
+    assert prepare(text, "zh", first_chunk_chars=25) == [  # 10 Chinese characters
         "您已偏离路线,",
         "正在重新规划,请在前方路口掉头.",
     ]

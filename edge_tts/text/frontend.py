@@ -4,7 +4,7 @@ import re
 from typing import Final
 
 from edge_tts.text.clean import clean, is_speakable, tidy
-from edge_tts.text.languages import expander_for
+from edge_tts.text.languages import chunk_limit, expander_for
 from edge_tts.text.scripts import check_scripts
 from edge_tts.text.split import split_long, split_sentences
 
@@ -74,11 +74,14 @@ def prepare(
     """Normalize text and split it into chunks ready for synthesis, first chunk short.
 
     The limits have no defaults here: the daemon's are `synthesis.max_chunk_chars` and
-    `synthesis.first_chunk_chars` (config). Raises UnsupportedScriptError for letters the
+    `synthesis.first_chunk_chars` (config), counted in English characters (a Chinese
+    character counts 2.5: languages.chunk_limit). Raises UnsupportedScriptError for letters the
     language's voice cannot read, EmptyTextError when nothing speakable is left,
     ValueError for bad limits.
     """
     _check_limits(max_chunk_chars, first_chunk_chars)
+    max_chunk_chars = chunk_limit(max_chunk_chars, language)
+    first_chunk_chars = chunk_limit(first_chunk_chars, language)
     normalized = normalize(text, language)
     check_scripts(normalized, language)
     if not is_speakable(normalized):
