@@ -128,7 +128,7 @@ def _table(entry: dict[str, Any]) -> str:
     rows = [f"{'build':<26}{'gate':<14}{'threads':>7}{'RTF':>8}{'TTFA p50':>10}{'RSS':>9}"]
     for c in entry["candidates"]:
         gate = c["gate"]
-        verdict = "reference" if c["scheme"] == "fp32" else "not checked"
+        verdict = {"fp32": "reference", "imported": "-"}.get(c["scheme"], "no FP32 here")
         if gate is not None:
             verdict = f"{'pass' if gate['passed'] else 'FAIL'} {gate['max_distance']:.2f}"
         name = c["scheme"] + (" (configured)" if c["configured"] else "")

@@ -125,6 +125,8 @@ def pick(results: list[Measured], threads: int) -> tuple[Measured, str]:
     """The fastest eligible build at the configured thread count; the configured one
     unless another is KEEP_MARGIN faster or the configured one failed its gate."""
     configured = results[0]
+    if len(results) == 1:
+        return configured, "its only build on this machine"
     eligible = [m for m in results if m.eligible and threads in m.timings]
     if not eligible:
         return configured, "nothing else passed the quality gate: the configured build"
