@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import onnxruntime
 
-from ..config import SynthesisSettings
 from . import voice_dir
 from .base import BuildInfo, SynthesisParams
 from .files import IMPORTED
@@ -41,6 +40,9 @@ class _Sessions:
     vocoder: WindowedVocoder
 
 
+ACOUSTIC_MAX_SYMBOLS = 150
+
+
 class TwoStageVoice:
     """Thread-safe like the Piper voice: `stream` may run in several workers at once."""
 
@@ -54,7 +56,11 @@ class TwoStageVoice:
         self.directory = directory
         self._pinned = pinned_sha256
         self.config = voice_dir.read_config(directory)
-        self.max_phonemes = max_phonemes
+        # Its own bound on top of the daemon's: the acoustic model's memory grows with the
+        # square of its input, and 150 symbols (~50 characters, ~10 s of speech) cost
+        # 57 MB less steady RSS than 300 with nothing lost to a listener but a cut inside
+        # a long clause (docs/benchmarks.md, "Mandarin voice").
+        self.max_phonemes = min(max_phonemes or ACOUSTIC_MAX_SYMBOLS, ACOUSTIC_MAX_SYMBOLS)
         self._threads = threads
         self._lock = threading.Lock()
         self._sessions: _Sessions | None = None
@@ -109,8 +115,7 @@ class TwoStageVoice:
     def _warm_up_ids(self) -> list[int]:
         from . import pinyin
 
-        # Unbounded (no daemon runs so), the daemon's bound is still a fair size to reach.
-        limit = self.max_phonemes or SynthesisSettings().max_phonemes
+        limit = self.max_phonemes
         body = list(_WARM_UP_SYLLABLE) * (limit // len(_WARM_UP_SYLLABLE))
         return pinyin.symbols_to_ids(["sil", *body[: limit - 3], "sil", "eos"], self.config.symbols)
 
