@@ -16,6 +16,7 @@ mosquitto, openssl). Times: docs/fleet.md.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -34,12 +35,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from wyoming.client import AsyncTcpClient
+from wyoming.info import Describe, Info
 
 from edge_tts.audio.dsp import ms_to_frames
 from edge_tts.config import AudioSettings
 
 from .conftest import run_cli
-from .support.broker import Recorder
+from .support.broker import Recorder, free_port
 from .support.daemon_proc import NotifySocket, wait_ready
 from .support.rootfs import (
     CACHE,
@@ -163,6 +166,7 @@ class Converged:
     root: Path
     broker: SecureBroker
     inventory: Path
+    wyoming_port: int = field(default_factory=free_port)
     runs: list[tuple[float, str]] = field(default_factory=list)  # (seconds, output) per run
 
 
@@ -181,7 +185,7 @@ def converged(mandarin_voice: Path) -> Iterator[Converged]:
         broker.start()
         source = snapshot_sources(work / "src")
         write_inventory(work, root, broker, source)
-        _add_mandarin(state.inventory, mandarin_voice)
+        _add_fleet_vars(state.inventory, mandarin_voice, state.wyoming_port)
         state.runs.append(playbook(state.inventory, work / "ansible.log"))
         state.runs.append(playbook(state.inventory, work / "ansible.log"))
         print(
@@ -197,10 +201,12 @@ def converged(mandarin_voice: Path) -> Iterator[Converged]:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _add_mandarin(inventory: Path, voice: Path) -> None:
+def _add_fleet_vars(inventory: Path, voice: Path, wyoming_port: int) -> None:
     """docs/fleet.md's Mandarin roll-out in the inventory: the role's default voices plus the
     voice directory `voice` (unpinned: its manifest's digest goes into the config), for zh,
-    and the unit's MemoryHigh= raised as that section says (the daemon loads both voices)."""
+    and the unit's MemoryHigh= raised as that section says (the daemon loads both voices);
+    the Wyoming server on `wyoming_port`; and `edge-ttsd tune` in its quick mode at the
+    configured thread count (what the role runs in full takes ~60 s per voice)."""
     data = yaml.safe_load(inventory.read_text())
     defaults = yaml.safe_load((DEPLOY / "roles/edge_tts/defaults/main.yml").read_text())
     data["all"]["vars"]["edge_tts_voices"] = {
@@ -208,7 +214,9 @@ def _add_mandarin(inventory: Path, voice: Path) -> None:
         "mandarin": {"dir": voice.name, "src_dir": str(voice.parent), "sha256": None},
     }
     data["all"]["vars"]["edge_tts_languages"] = {"zh": "mandarin"}
-    data["all"]["vars"]["edge_tts_unit_overrides"] = {"MemoryHigh": "500M"}
+    data["all"]["vars"]["edge_tts_unit_overrides"] = {"MemoryHigh": "550M", "MemoryMax": "800M"}
+    data["all"]["vars"]["edge_tts_wyoming"] = {"uri": f"tcp://127.0.0.1:{wyoming_port}"}
+    data["all"]["vars"]["edge_tts_tune_args"] = ["--quick", "--threads", "2"]
     inventory.write_text(yaml.safe_dump(data))
 
 
@@ -229,6 +237,20 @@ def test_first_run_converges_and_the_second_changes_nothing(converged: Converged
     first, second = (_recap(output) for _, output in converged.runs)
     assert first["failed"] == 0 and first["changed"] > 10
     assert second == {**second, "changed": 0, "failed": 0, "unreachable": 0}, converged.runs[1][1]
+
+
+@pytest.mark.slow
+def test_the_play_tuned_the_device_and_printed_its_table(converged: Converged) -> None:
+    first, second = (output for _, output in converged.runs)
+    assert "RUNNING HANDLER [edge_tts : Show the tuning table]" not in second  # no change
+    table = first[first.index("RUNNING HANDLER [edge_tts : Show the tuning table]") :]
+    assert "voice default:" in table and "voice mandarin:" in table and "chosen: " in table
+    record = converged.root / "var/lib/edge-tts/tune.json"
+    saved = json.loads(record.read_text())
+    assert set(saved["voices"]) == {"default", "mandarin"}
+    assert {c["scheme"] for c in saved["voices"]["default"]["candidates"]} >= {"fp32"}
+    owner = _chroot(converged.root, "stat", "-c", "%U", "/var/lib/edge-tts/tune.json")
+    assert owner.stdout.strip() == "edge-tts"
 
 
 @pytest.mark.slow
@@ -312,7 +334,7 @@ def test_the_mandarin_voice_directory_is_installed_and_pinned(
     }
     assert config["languages"] == {"zh": "mandarin"}
     dropin = root / "etc/systemd/system/edge-ttsd.service.d/ansible.conf"
-    assert "\nMemoryHigh=500M\n" in dropin.read_text()  # docs/fleet.md: room for both voices
+    assert "\nMemoryHigh=550M\n" in dropin.read_text()  # docs/fleet.md: room for both voices
     checked = _chroot(
         root, "/opt/edge-tts/venv/bin/edge-ttsd", "check-config", "/etc/edge-tts/edge-tts.yaml"
     )
@@ -385,6 +407,11 @@ def test_installed_daemon_answers_say_with_audio(
         recorder.publish(f"edge-tts/{DEVICE}/say", json.dumps({"text": "Fleet check.", "id": "c1"}))
         finished = recorder.wait_event(f"edge-tts/{DEVICE}/events", "finished", "c1", timeout=90)
         _check_wav(root / "var/lib/edge-tts/wav/c1.wav", finished["audio_ms"])
+        tuned = json.loads((root / "var/lib/edge-tts/tune.json").read_text())
+        (build,) = finished["builds"].values()  # what tune chose on this machine, loaded
+        assert build["chosen_by"] == "tune", build
+        assert build["scheme"] == tuned["voices"]["default"]["chosen"]["scheme"]
+        assert _wyoming_voices(converged.wyoming_port) == ["default", "mandarin"]
         # Chinese goes to the Mandarin voice directory (languages: {zh: mandarin})
         recorder.publish(
             f"edge-tts/{DEVICE}/say", json.dumps({"text": "前方路口请左转。", "id": "c2"})
@@ -416,6 +443,22 @@ def test_installed_daemon_answers_say_with_audio(
             proc.kill()
             proc.wait(30)
     assert "Traceback" not in log.read_text()
+
+
+def _wyoming_voices(port: int) -> list[str]:
+    """The voices the installed daemon's Wyoming server describes (edge_tts_wyoming)."""
+
+    async def ask() -> Info:
+        async with AsyncTcpClient("127.0.0.1", port) as client:
+            await client.write_event(Describe().event())
+            while True:
+                event = await client.read_event()
+                assert event is not None, "the Wyoming server closed the connection"
+                if Info.is_type(event.type):
+                    return Info.from_event(event)
+
+    info = asyncio.run(asyncio.wait_for(ask(), 30))
+    return [voice.name for program in info.tts for voice in program.voices]
 
 
 def _check_resources(pid: int, root: Path) -> None:
