@@ -30,6 +30,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], config:
         default=[],
         help="thread counts to time, e.g. 1,2 (default: the configured count, 1, 2, cores)",
     )
+    p.add_argument(
+        "--schemes",
+        type=lambda v: [name for name in v.split(",") if name],
+        default=[],
+        help="also build these INT8 schemes here first, e.g. static-enc-flow-dec0 (minutes)",
+    )
     p.add_argument("--quick", action="store_true", help="one short sentence per build")
     p.add_argument("--show", action="store_true", help="print the recorded choice; no tuning")
     p.add_argument("--json", action="store_true", help="print the record as JSON")
@@ -39,6 +45,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], config:
 def run(args: argparse.Namespace) -> int:
     from .config import ConfigError, load_settings
     from .tune.builds import BuildError
+    from .tune.quantized import UnknownSchemeError
     from .voice.files import VoiceNotFoundError
     from .voice.integrity import ModelIntegrityError
 
@@ -54,8 +61,16 @@ def run(args: argparse.Namespace) -> int:
         from .tune.run import tune
 
         log = (lambda _: None) if args.json else print
-        result = tune(settings, args.voice, args.budget, args.threads, args.quick, log)
-    except (ConfigError, BuildError, VoiceNotFoundError, ModelIntegrityError) as err:
+        result = tune(
+            settings, args.voice, args.budget, args.threads, args.quick, log, args.schemes
+        )
+    except (
+        ConfigError,
+        BuildError,
+        VoiceNotFoundError,
+        ModelIntegrityError,
+        UnknownSchemeError,
+    ) as err:
         print(f"edge-ttsd: error: {err}", file=sys.stderr)
         return EXIT_REFUSED
     if args.json:

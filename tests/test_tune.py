@@ -259,3 +259,49 @@ def test_tune_records_a_choice_and_the_daemon_runs_it_while_it_holds(
 def _telemetry_build(rec: Recorder) -> dict[str, Any] | None:
     found = [json.loads(p) for _, t, p, _ in rec.messages if t == "edge-tts/testpi/telemetry"]
     return found[-1]["voices"]["default"]["build"] if found else None
+
+
+def test_unknown_schemes_are_refused_before_anything_is_built(tmp_path: Path) -> None:
+    from edge_tts.tune.quantized import UnknownSchemeError, build_schemes
+
+    vs = settings_for({}, tmp_path).voices["default"]
+    with pytest.raises(UnknownSchemeError, match=r"unknown scheme.*static-fast"):
+        build_schemes(vs, ["static-fastest"], print)
+
+
+@pytest.mark.slow
+def test_tune_builds_another_scheme_and_gates_it(tmp_path: Path) -> None:
+    """`--schemes weight-only` (no calibration: the quickest to build) beside the default
+    build, in a data directory of its own."""
+    data = tmp_path / "data" / "voices"
+    data.mkdir(parents=True)
+    default = files.default_int8_path()
+    for suffix in ("", ".json", ".manifest.json"):
+        source = default.with_name(default.name + suffix)
+        (data / source.name).write_bytes(source.read_bytes())
+    config = tmp_path / "tune.yaml"
+    config.write_text(yaml.safe_dump({"device_id": "t", "state_dir": str(tmp_path / "state")}))
+    env = {"EDGE_TTS_DATA_DIR": str(tmp_path / "data")}
+    args = (
+        "tune",
+        "--config",
+        str(config),
+        "--quick",
+        "--threads",
+        "2",
+        "--schemes",
+        "weight-only",
+    )
+    tuned = run_cli(*args, env=env, timeout=1200)
+    assert tuned.returncode == 0, tuned.stdout + tuned.stderr
+    built = data / "en_US-joe-medium.weight-only.int8.onnx"
+    assert built.is_file() and "building weight-only" in tuned.stdout
+    saved = json.loads((tmp_path / "state" / record.RECORD_NAME).read_text())
+    (weight_only,) = [
+        c for c in saved["voices"]["default"]["candidates"] if c["scheme"] == "weight-only"
+    ]
+    assert weight_only["path"] == str(built) and weight_only["gate"]["sentences"] >= 1
+    # Int8 weights, FP32 arithmetic: rounding alone, far inside the gate on any CPU.
+    assert weight_only["gate"]["passed"] and weight_only["gate"]["max_distance"] < 0.3
+    again = run_cli(*args, env=env, timeout=1200)  # built once: not again
+    assert again.returncode == 0 and "building" not in again.stdout

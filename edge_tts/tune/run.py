@@ -23,9 +23,10 @@ from ..text.languages import primary_language
 from ..voice import files
 from ..voice.model import Voice
 from . import record
-from .builds import Build, candidates
+from .builds import Build, candidates, configured_build
 from .machine import fingerprint, same_machine
 from .measure import Gate, Measured, measure
+from .quantized import build_schemes
 
 Log = Callable[[str], None]
 DEFAULT_BUDGET_S = 60.0
@@ -59,14 +60,19 @@ def tune(
     threads: Sequence[int] = (),
     quick: bool = False,
     log: Log = print,
+    schemes: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Measure, choose, record; returns the record written."""
+    """Build the INT8 `schemes` missing here (outside the budget), then measure, choose,
+    record; returns the record written."""
+    chosen_names = list(names) or list(settings.voices)
+    for name in chosen_names if schemes else []:
+        if configured_build(settings.voices[name], digest=False).scheme != files.IMPORTED:
+            build_schemes(settings.voices[name], schemes, log)
     started = time.monotonic()
     machine = fingerprint()
     previous = record.load(settings)
     same = previous is not None and same_machine(previous.get("machine", {}), machine) is None
     kept = dict(previous.get("voices", {})) if previous is not None and same else {}
-    chosen_names = list(names) or list(settings.voices)
     counts = list(threads) or thread_counts(settings.synthesis.threads, os.cpu_count() or 1)
     for index, name in enumerate(chosen_names):
         share = (budget_s - (time.monotonic() - started)) / (len(chosen_names) - index)
