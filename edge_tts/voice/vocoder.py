@@ -77,6 +77,12 @@ class WindowedVocoder:
             self.context,
             self._frame_s,
             lambda start, end: self._window(mel, start, end),
+            # Every window carries the context on both sides: below that many frames it
+            # would be mostly context. 16-frame windows did ~4x a whole run's work and on a
+            # busy machine never grew (each took most of the audio it added); at least 2x
+            # the context after the first: 2.5x faster there, ~1.05x idle
+            # (bench/zh_windows.py), the first window (the TTFA) unchanged.
+            smallest=2 * self.context,
         )
 
     def _window(self, mel: np.ndarray, start: int, end: int) -> tuple[np.ndarray, float]:

@@ -140,13 +140,19 @@ Decode = Callable[[int, int], tuple[np.ndarray, float]]  # frames [start, end) -
 
 
 def in_windows(
-    total: int, first_frames: int | None, context: int, frame_seconds: float, decode: Decode
+    total: int,
+    first_frames: int | None,
+    context: int,
+    frame_seconds: float,
+    decode: Decode,
+    smallest: int = 1,
 ) -> Iterator[np.ndarray]:
     """Audio of `total` frames in windows, in order: a first window of `first_frames` when
     asked (its size is about latency), then even windows as large as the audio already
-    made allows (`next_window`). The Piper decoder and the two-stage vocoder both go by it.
-    `decode` says how long a frame took: timed there, not across the yield, which also
-    counts the time the consumer spends with a piece."""
+    made allows (`next_window`), and at least `smallest` (and the first window's size).
+    The Piper decoder and the two-stage vocoder both go by it. `decode` says how long a
+    frame took: timed there, not across the yield, which also counts the time the
+    consumer spends with a piece."""
     if not first_frames or total <= 2 * (first_frames + context):
         first_frames = None  # none asked, or short enough that one window is as quick
     start, size = 0, min(first_frames or MAX_WINDOW_FRAMES, MAX_WINDOW_FRAMES)
@@ -159,7 +165,7 @@ def in_windows(
         first_at = first_at or time.monotonic()
         made_s += (end - start) * frame_seconds
         buffered_s = made_s - (time.monotonic() - first_at)
-        size = next_window(buffered_s, seconds_per_frame, first_frames or 1)
+        size = next_window(buffered_s, seconds_per_frame, max(first_frames or 1, smallest))
         start = end
 
 
