@@ -331,6 +331,7 @@ def test_the_mandarin_voice_directory_is_installed_and_pinned(
         "sha256": digest,
         "speaker": None,
         "length_scale": None,
+        "build": "auto",
     }
     assert config["languages"] == {"zh": "mandarin"}
     dropin = root / "etc/systemd/system/edge-ttsd.service.d/ansible.conf"
