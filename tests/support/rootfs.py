@@ -11,6 +11,10 @@ Needs root, network (Debian and PyPI), debootstrap (installed on demand), mosqui
 openssl. Cached between runs on the same machine, in /var/cache/edge-tts-ci (or
 $EDGE_TTS_CI_CACHE): the debootstrapped root as a tarball, apt's .deb files, pip's cache
 and the controller's artifacts (the INT8 voice, the wheels). Times: docs/fleet.md.
+
+A root of another architecture (`arch="arm64"`: tests/test_arm64.py) runs its binaries
+through qemu-user, registered with binfmt_misc by tests/support/arm64.py; it gets its own
+tarball and its own apt cache (apt locks its archive directory).
 """
 
 from __future__ import annotations
@@ -87,17 +91,26 @@ def require_root_and_tools() -> None:
 # --- the root ---------------------------------------------------------------------------------
 
 
-def cached_root_tarball() -> Path:
-    """A pristine `debootstrap --variant=minbase` root, made once per machine (about 30 s)."""
-    arch = run(["dpkg", "--print-architecture"], 30).stdout.strip()
+def host_arch() -> str:
+    """This machine's Debian architecture (amd64)."""
+    return run(["dpkg", "--print-architecture"], 30).stdout.strip()
+
+
+def cached_root_tarball(arch: str | None = None) -> Path:
+    """A pristine `debootstrap --variant=minbase` root of `arch` (default: this machine's),
+    made once per machine (about 30 s; arm64 under emulation about 2-3 min)."""
+    native = host_arch()
+    arch = arch or native
     tarball = CACHE / f"{SUITE}-minbase-{arch}.tar.zst"
-    with exclusive(CACHE / ".debootstrap.lock"):
+    lock = ".debootstrap.lock" if arch == native else f".debootstrap-{arch}.lock"
+    with exclusive(CACHE / lock):
         if tarball.is_file():
             return tarball
         build = Path(tempfile.mkdtemp(prefix="ettsboot-"))
         build.chmod(0o755)  # it becomes "/" of every target: mkdtemp's 0700 would lock users out
         try:
-            made = run(["debootstrap", "--variant=minbase", SUITE, str(build), MIRROR], 1200)
+            boot = ["debootstrap", f"--arch={arch}", "--variant=minbase", SUITE, str(build)]
+            made = run([*boot, MIRROR], 1800)
             assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
             part = tarball.with_suffix(".part")
             packed = run(
@@ -127,15 +140,22 @@ def unpack_root(tarball: Path, root: Path) -> None:
     root.chmod(0o755)
 
 
-def attach_caches(root: Path) -> None:
+def attach_caches(root: Path, arch: str | None = None, wheels: Path | None = None) -> None:
     """What the converge needs mounted into `root`: /proc, and the machine's apt and pip
-    caches; and the host's CA bundle for pip (a CI behind a TLS-inspecting proxy)."""
-    caches = (
-        (CACHE / "apt-archives", root / "var/cache/apt/archives"),
+    caches; and the host's CA bundle for pip (a CI behind a TLS-inspecting proxy). A root of
+    another `arch` gets an apt cache of its own (apt-archives-<arch>: apt locks the
+    directory, and the amd64 converge may run at the same time); `wheels`, a directory of
+    wheels for pip's --find-links, appears as /var/cache/edge-tts-ci-wheels."""
+    apt = "apt-archives" if arch in (None, host_arch()) else f"apt-archives-{arch}"
+    caches = [
+        (CACHE / apt, root / "var/cache/apt/archives"),
         (CACHE / "pip", root / "var/cache/edge-tts-ci-pip"),
-    )
-    for cache, inside in caches:
+    ]
+    for cache, _ in caches:
         (cache / "partial").mkdir(parents=True, exist_ok=True)
+    if wheels is not None:
+        caches.append((wheels, root / "var/cache/edge-tts-ci-wheels"))
+    for _, inside in caches:
         inside.mkdir(parents=True, exist_ok=True)
     # /proc only: nothing needs /sys (and with it, onnxruntime crashed under qemu-arm64)
     mount("-t", "proc", "proc", str(root / "proc"))

