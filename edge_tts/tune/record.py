@@ -72,8 +72,7 @@ def choose(
     problem = stale(name, record, configured, machine)
     if problem is not None:
         return Chosen(configured, "config", f"the tuning record does not hold: {problem}")
-    entry = record["voices"][name]["chosen"]
-    chosen = Build(str(entry["scheme"]), Path(entry["path"]), str(entry["sha256"]), False)
+    chosen = _chosen(record["voices"][name])
     if chosen.path.resolve() == configured.path.resolve():
         return Chosen(configured, "tune", "tune kept the configured build")
     return Chosen(chosen, "tune", "tune chose it on this machine")
@@ -91,8 +90,7 @@ def stale(
         return moved
     if entry.get("configured_sha256") != configured.sha256:
         return "the configured model changed since"
-    chosen = entry["chosen"]
-    build = Build(str(chosen["scheme"]), Path(chosen["path"]), str(chosen["sha256"]), False)
+    build = _chosen(entry)
     try:
         now = expected_digest(build)
     except OSError as err:
@@ -100,6 +98,12 @@ def stale(
     if now != build.sha256:
         return f"the chosen build {build.path} changed since"
     return None
+
+
+def _chosen(entry: dict[str, Any]) -> Build:
+    """The build a voice's record entry names."""
+    chosen = entry["chosen"]
+    return Build(str(chosen["scheme"]), Path(chosen["path"]), str(chosen["sha256"]), False)
 
 
 def choices(settings: Settings) -> dict[str, Chosen]:
