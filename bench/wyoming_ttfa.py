@@ -5,8 +5,9 @@ order rotating every round, one request at a time): the daemon with our INT8 bui
 en_US-joe-medium (its default), the daemon with the packaged FP32 original, and
 wyoming-piper 2.5.2 on that same FP32 model. Each is asked a short text and a long one
 (same first sentence), as one `synthesize` and as a stream (`synthesize-start`, the text
-in word-sized `synthesize-chunk`s sent at once, `synthesize-stop`). TTFA is from the
-first event written to the first `audio-chunk` read. Target: ours ≤ 0.5 × wyoming-piper's
+in word-sized `synthesize-chunk`s sent at once, `synthesize-stop`). Each request waits
+until no server is using the CPU (`settle`). TTFA is from the first event written to the
+first `audio-chunk` read. Target: ours ≤ 0.5 × wyoming-piper's
 p50, and a stream's first chunk independent of the text's length.
 
 wyoming-piper runs in a venv of its own (its `wyoming` pin differs from ours), built once
@@ -67,6 +68,7 @@ REQUEST_TIMEOUT_S = 600.0  # a long text on a busy machine
 class Server:
     name: str
     port: int
+    pid: int
 
     async def ask(self, text: str, mode: str) -> dict[str, float]:
         """One request: TTFA, time to the end, audio seconds."""
@@ -152,7 +154,7 @@ def wyoming_piper(root: Path) -> Iterator[Server]:
     with (root / "wyoming-piper.log").open("ab") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
     try:
-        server = Server(f"wyoming-piper {PEER_VERSION} (FP32)", port)
+        server = Server(f"wyoming-piper {PEER_VERSION} (FP32)", port, proc.pid)
         wait_serving(server, proc)
         yield server
     finally:
@@ -180,7 +182,8 @@ def our_daemon(root: Path, broker: Broker, name: str, voice: dict[str, Any]) -> 
     try:
         daemon.start()
         daemon.wait_ready()
-        yield Server(name, port)
+        assert daemon.proc is not None
+        yield Server(name, port, daemon.proc.pid)
     finally:
         with contextlib.suppress(AssertionError):
             daemon.terminate()
@@ -207,6 +210,32 @@ def wait_serving(server: Server, proc: subprocess.Popen[bytes]) -> None:
 # --- the run ------------------------------------------------------------------------------
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    import psutil
+
+    total = 0.0
+    for pid in pids:
+        times = psutil.Process(pid).cpu_times()
+        total += times.user + times.system
+    return total
+
+
+def settle(servers: list[Server]) -> None:
+    """Wait until no server uses the CPU: after a response onnxruntime's pool threads spin
+    for ~50 ms (one core, in wyoming-piper and in our daemon alike), which made whichever
+    server was asked next 30-40 ms later. One request at a time on a quiet machine is
+    what a Home Assistant install sends; each server gets the same wait."""
+    pids = [server.pid for server in servers]
+    last = [-1.0]  # the first look only takes the reading: quiet is over an interval
+
+    def quiet() -> bool:
+        now = cpu_seconds(pids)
+        idle, last[0] = now - last[0] < 0.005, now
+        return idle
+
+    wait_until(quiet, 30, "the servers to go idle", interval=0.1)
+
+
 def measure(servers: list[Server], rounds: int) -> dict[str, list[dict[str, float]]]:
     samples: dict[str, list[dict[str, float]]] = {}
     for r in range(rounds):
@@ -214,6 +243,7 @@ def measure(servers: list[Server], rounds: int) -> dict[str, list[dict[str, floa
         for kind, text in TEXTS.items():
             for mode in MODES:
                 for server in order:
+                    settle(servers)
                     got = asyncio.run(server.ask(text, mode))
                     samples.setdefault(f"{server.name}|{mode}|{kind}", []).append(got)
         log(f"round {r + 1}/{rounds} done (load {os.getloadavg()[0]:.1f})")
