@@ -181,6 +181,7 @@ def test_import_end_to_end(tmp_path: Path) -> None:
     check_provenance((out / "PROVENANCE").read_text(encoding="utf-8"), out)
     check_graphs_speak(out)
     check_dilations_folded(out)
+    check_postnet_moved(out)
     check_manifest(out)  # last: it damages voice.json to see the manifest catch it
 
 
@@ -204,6 +205,7 @@ def check_provenance(text: str, out: Path) -> None:
         "tf2onnx==1.16.1",
         "--opset 13",
         "tflite_dilations.py mb_melgan.tflite vocoder.onnx 13",
+        "then the post-net moved from acoustic.onnx to vocoder.onnx",
         "MIT",
         "Apache-2.0",
         "non-commercial use only",
@@ -227,6 +229,44 @@ def check_dilations_folded(out: Path) -> None:
     ]
     assert len(dilated) == 9
     assert sum(node.op_type == "Transpose" for node in graph.node) < 30  # tf2onnx's own: 108
+
+
+def check_postnet_moved(out: Path) -> None:
+    """The acoustic graph ends before the post-net (no Identity_1), the vocoder graph
+    starts with its five convolutions, and voice.json names the mel that is left."""
+    import onnx
+
+    acoustic = onnx.load(str(out / "acoustic.onnx")).graph
+    vocoder = onnx.load(str(out / "vocoder.onnx")).graph
+    assert "Identity_1" not in {o.name for o in acoustic.output}
+    moved = [n for n in vocoder.node if n.op_type == "Conv" and "postnet" in n.name]
+    assert len(moved) == 5
+    voice = json.loads((out / "voice.json").read_text(encoding="utf-8"))
+    assert voice["acoustic"]["mel"] == "Identity"
+    assert voice["converted_with"].endswith("post-net in the vocoder graph")
+
+
+def test_a_post_net_move_that_fails_keeps_the_converted_graphs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stage = tmp_path / "voice"
+    stage.mkdir()
+    for name in ("acoustic.onnx", "vocoder.onnx"):
+        (stage / name).write_text(f"tf2onnx's {name}", encoding="utf-8")
+
+    def broken_move(acoustic: Path, vocoder: Path, *names: str) -> None:
+        acoustic.write_text("half-written", encoding="utf-8")
+        raise ValueError("no such tensor")
+
+    monkeypatch.setattr(importer, "move_postnet", broken_move)
+    said: list[str] = []
+    voice = importer.voice_config(FAKE_MAPPER)
+    assert importer._move_postnet(stage, tmp_path, voice, said.append) is False
+    for name in ("acoustic.onnx", "vocoder.onnx"):
+        assert (stage / name).read_text(encoding="utf-8") == f"tf2onnx's {name}"
+    assert said[0].startswith("moving the post-net failed: ValueError('no such tensor')")
+    unmoved = importer.voice_config(FAKE_MAPPER, postnet_moved=False)["acoustic"]
+    assert isinstance(unmoved, dict) and unmoved["mel"] == "Identity_1"
 
 
 def check_graphs_speak(out: Path) -> None:

