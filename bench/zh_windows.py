@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     share_runtime(2)
     session = onnxruntime.InferenceSession(
         (args.voice / "vocoder.onnx").read_bytes(),
-        sess_options=session_options(2),
+        sess_options=session_options(2, nchwc=False),  # as TwoStageVoice's vocoder
         providers=["CPUExecutionProvider"],
     )
     context = probe_context(session, config)

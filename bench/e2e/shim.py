@@ -32,8 +32,8 @@ def main() -> int:
     if opts.get("mem_pattern") is not None:
         plain_options = model.session_options
 
-        def session_options(threads: int) -> Any:
-            options = plain_options(threads)
+        def session_options(threads: int, nchwc: bool = True) -> Any:
+            options = plain_options(threads, nchwc)
             options.enable_mem_pattern = bool(opts["mem_pattern"])
             return options
 

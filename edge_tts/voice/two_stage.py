@@ -181,7 +181,7 @@ class TwoStageVoice:
         if config != self.config:
             raise ModelIntegrityError(f"{self.directory}: voice.json changed since it was read")
         acoustic = self._session(config.acoustic.file, manifest)
-        vocoder_session = self._session(config.vocoder.file, manifest)
+        vocoder_session = self._session(config.vocoder.file, manifest, nchwc=False)
         vocoder = WindowedVocoder(
             vocoder_session,
             self.config.vocoder.inputs["mel"],
@@ -200,10 +200,12 @@ class TwoStageVoice:
         )
         return _Sessions(acoustic, vocoder)
 
-    def _session(self, name: str, manifest: voice_dir.Manifest) -> onnxruntime.InferenceSession:
+    def _session(
+        self, name: str, manifest: voice_dir.Manifest, nchwc: bool = True
+    ) -> onnxruntime.InferenceSession:
         data = voice_dir.read_file(self.directory, name, manifest)
         check_self_contained(self.directory / name, data)
-        return new_session(data, self._threads)
+        return new_session(data, self._threads, nchwc)
 
 
 def bound_symbols(symbols: list[str], limit: int | None) -> list[list[str]]:
