@@ -55,6 +55,14 @@ class _Header:
 async def read_event(reader: asyncio.StreamReader, max_data: int) -> Event | None:
     """The next event, or None at the end of the stream. The header line is bounded by
     the reader's limit (asyncio.start_server(limit=...)), data by `max_data`."""
+    line = await read_header_line(reader, max_data)
+    return None if line is None else await read_rest(reader, line, max_data)
+
+
+async def read_header_line(reader: asyncio.StreamReader, max_data: int) -> bytes | None:
+    """The next event's header line, or None at the end of the stream. Safe to cancel
+    while it waits: asyncio's readline takes nothing from the buffer until a whole line
+    is there, so a timeout here loses no data."""
     try:
         line = await reader.readline()
     except ValueError:  # asyncio's LimitOverrunError, raised as ValueError by readline
@@ -63,6 +71,11 @@ async def read_event(reader: asyncio.StreamReader, max_data: int) -> Event | Non
         return None
     if not line.endswith(b"\n"):
         raise ClientGone("in the middle of an event header")
+    return line
+
+
+async def read_rest(reader: asyncio.StreamReader, line: bytes, max_data: int) -> Event:
+    """The event whose header line is `line`: its data and payload follow it."""
     header = _parse_header(line, max_data)
     data = header.data
     if header.data_length:
