@@ -53,6 +53,9 @@ def session_options(threads: int, nchwc: bool = True) -> onnxruntime.SessionOpti
     options.enable_mem_pattern = False
     # Idle workers that spin keep a core busy that another session, the audio callback or
     # MQTT could use (first decoder window after the encoder: 23 ms spinning, 9 ms not).
+    # This holds for a session's own pool only: the pool share_runtime() makes is
+    # onnxruntime's global one, whose spinning Python cannot turn off (its workers spin
+    # ~50 ms on one core after each run, measured 2026-12-01; docs/benchmarks.md).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3  # onnxruntime's warnings about unused initializers are noise
     if _shared_threads:
