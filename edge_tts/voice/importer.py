@@ -53,7 +53,8 @@ VOCODER_FILE = "vocoder.onnx"
 _FILES = ("voice.json", ACOUSTIC_FILE, VOCODER_FILE, "PROVENANCE")  # what the manifest pins
 # The names tf2onnx 1.16.1 gives the graphs' tensors (read from the converted graphs).
 # FastSpeech2 returns (mel before post-net, mel after post-net, durations, f0, energy):
-# Identity_1 is the mel to vocode; Identity_2 is int32 frames per phone.
+# tf2onnx's graphs vocode Identity_1; once postnet.py has moved the post-net into the
+# vocoder graph, Identity. Identity_2 is int32 frames per phone.
 ACOUSTIC_INPUTS = {
     "ids": "input_ids",
     "speaker": "speaker_ids",
