@@ -2,6 +2,7 @@
 symbols as pypinyin's whole dictionary on real text."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -54,9 +55,16 @@ def _symbols(texts: list[str], whole_dictionary: bool) -> list[list[str]]:
         text=True,
         check=True,
         timeout=300,
+        env=_without_pypinyin_switches(),
     )
     symbols: list[list[str]] = json.loads(done.stdout)
     return symbols
+
+
+def _without_pypinyin_switches() -> dict[str, str]:
+    """This process's environment without PYPINYIN_*: with PYPINYIN_NO_PHRASES inherited,
+    "the whole dictionary" would be empty and the comparison would prove nothing."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PYPINYIN_")}
 
 
 @pytest.mark.slow
@@ -75,8 +83,16 @@ def test_the_shipped_table_is_what_the_pinned_pypinyin_gives() -> None:
         capture_output=True,
         text=True,
         timeout=300,
+        env={**os.environ, "PYPINYIN_NO_PHRASES": "1"},  # the generator must not mind
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_front_end_leaves_no_pypinyin_switch_behind() -> None:
+    from edge_tts.voice import pinyin
+
+    pinyin.load()
+    assert not [name for name in os.environ if name.startswith("PYPINYIN_")]
 
 
 def test_the_front_end_loads_the_compact_table_only() -> None:

@@ -25,13 +25,14 @@ without a Mandarin voice never pays.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import logging
 import os
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -100,11 +101,10 @@ def _pinyin_engine() -> Callable[[str], Words]:
     # The daemon never edits pypinyin's dictionaries, so their import-time copy is waste
     # (3 MiB and 0.2 s of the 55 MiB and 0.7 s measured); and of its phrase dictionary
     # only the phrases that change what is said are loaded (pinyin_phrases: -29 MB).
-    os.environ.setdefault("PYPINYIN_NO_DICT_COPY", "1")
-    os.environ["PYPINYIN_NO_PHRASES"] = "1"
-    from pypinyin import Style, load_phrases_dict
-    from pypinyin.converter import UltimateConverter
-    from pypinyin.core import Pinyin
+    with _environment(PYPINYIN_NO_DICT_COPY="1", PYPINYIN_NO_PHRASES="1"):
+        from pypinyin import Style, load_phrases_dict
+        from pypinyin.converter import UltimateConverter
+        from pypinyin.core import Pinyin
 
     from . import pinyin_phrases
 
@@ -125,6 +125,22 @@ def _pinyin_engine() -> Callable[[str], Words]:
         return result
 
     return words
+
+
+@contextlib.contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    """pypinyin reads its switches from the environment at import: set them for the
+    import only, so that no child process inherits them (a test's pypinyin, say)."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def load() -> None:

@@ -64,8 +64,9 @@ def compact(
 
 def generate() -> str:
     """The table's text from the installed pypinyin's whole dictionary."""
-    if os.environ.get("PYPINYIN_NO_PHRASES") or "pypinyin" in sys.modules:
+    if "pypinyin" in sys.modules:
         raise RuntimeError("needs a fresh process with pypinyin's whole phrase dictionary")
+    os.environ.pop("PYPINYIN_NO_PHRASES", None)  # inherited, it would empty the dictionary
     os.environ["PYPINYIN_NO_DICT_COPY"] = "1"
     from pypinyin.constants import PHRASES_DICT, PINYIN_DICT
     from pypinyin.style._tone_convert import to_tone3
