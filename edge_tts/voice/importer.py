@@ -232,23 +232,28 @@ def _audio_difference(before: Path, after: Path, voice: dict[str, Any]) -> float
     import onnxruntime as ort
 
     symbols: list[str] = voice["symbols"]
+    pairs = [
+        (
+            mel,
+            *(
+                ort.InferenceSession(str(directory / name), providers=["CPUExecutionProvider"])
+                for name in (ACOUSTIC_FILE, VOCODER_FILE)
+            ),
+        )
+        for directory, mel in ((before, ACOUSTIC_MEL), (after, ACOUSTIC_MEL_BEFORE_POSTNET))
+    ]
+    one = np.array([1.0], np.float32)
     worst = 0.0
     for phones in _CHECK_PHONES:
-        ids = np.array([[symbols.index(p) for p in phones]], np.int32)
-        one = np.array([1.0], np.float32)
         feeds = {
-            ACOUSTIC_INPUTS["ids"]: ids,
+            ACOUSTIC_INPUTS["ids"]: np.array([[symbols.index(p) for p in phones]], np.int32),
             ACOUSTIC_INPUTS["speaker"]: np.array([0], np.int32),
             **{ACOUSTIC_INPUTS[k]: one for k in ("speed", "f0", "energy")},
         }
-        audio = []
-        for directory, mel in ((before, ACOUSTIC_MEL), (after, ACOUSTIC_MEL_BEFORE_POSTNET)):
-            acoustic, vocoder = (
-                ort.InferenceSession(str(directory / name), providers=["CPUExecutionProvider"])
-                for name in (ACOUSTIC_FILE, VOCODER_FILE)
-            )
-            frames = acoustic.run([mel], feeds)[0]
-            audio.append(vocoder.run([VOCODER_AUDIO], {VOCODER_MEL: frames})[0])
+        audio = [
+            vocoder.run([VOCODER_AUDIO], {VOCODER_MEL: acoustic.run([mel], feeds)[0]})[0]
+            for mel, acoustic, vocoder in pairs
+        ]
         if audio[0].shape != audio[1].shape:
             return float("inf")
         worst = max(worst, float(np.max(np.abs(audio[0] - audio[1]))))
