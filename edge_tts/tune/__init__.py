@@ -6,3 +6,5 @@ measure.py  the quality gate and the side-by-side timing, through the daemon's e
 run.py      one tuning run: measure, choose, record
 record.py   the recorded choice, and which build the daemon loads because of it
 """
+
+DEFAULT_BUDGET_S = 60.0  # `edge-ttsd tune --budget`: here so the CLI needs nothing heavier

@@ -22,14 +22,13 @@ from ..text import prepare
 from ..text.languages import primary_language
 from ..voice import files
 from ..voice.model import Voice
-from . import record
+from . import DEFAULT_BUDGET_S, record
 from .builds import Build, candidates, configured_build
 from .machine import fingerprint, same_machine
 from .measure import Gate, Measured, measure
 from .quantized import build_schemes
 
 Log = Callable[[str], None]
-DEFAULT_BUDGET_S = 60.0
 GATE_SENTENCES = 2  # the evaluation set's first ones: short, so a Pi 4 gates in seconds
 # A build must be this much faster (RTF) to replace the configured one: smaller
 # differences are within run-to-run noise on a board that runs other things too.

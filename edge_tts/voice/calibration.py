@@ -6,11 +6,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from importlib.resources import files as package_files
 from pathlib import Path
 
 import numpy as np
 import onnx
 from onnxruntime.quantization import CalibrationDataReader
+
+from ..text import prepare
+from .files import VoiceFiles
+from .model import load_config
+from .phonemize import text_to_ids
 
 DETERMINISTIC_SCALES = (0.0, 1.0, 0.0)
 DEFAULT_INFERENCE_SCALES = (0.667, 1.0, 0.8)
@@ -27,6 +33,22 @@ def inference_scales(src: Path) -> tuple[float, float, float]:
         float(inference.get("length_scale", DEFAULT_INFERENCE_SCALES[1])),
         float(inference.get("noise_w", DEFAULT_INFERENCE_SCALES[2])),
     )
+
+
+def sentence_ids(voice: VoiceFiles, resource: str) -> list[list[int]]:
+    """Phoneme ids of a packaged sentence list, through the same front-end as speech."""
+    config = load_config(voice)
+    text = package_files("edge_tts.voice").joinpath("data", resource).read_text("utf-8")
+    ids: list[list[int]] = []
+    for line in filter(None, map(str.strip, text.splitlines())):
+        # first_chunk_chars as when the INT8 builds were calibrated: other cuts would
+        # change the calibration data, so the model and its recipe fingerprint.
+        chunks = prepare(
+            line, language=config.espeak_voice, max_chunk_chars=10_000, first_chunk_chars=60
+        )
+        for chunk in chunks:
+            ids.extend(text_to_ids(chunk, config))
+    return ids
 
 
 class PhonemeReader(CalibrationDataReader):  # type: ignore[misc]

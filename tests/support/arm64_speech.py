@@ -39,7 +39,7 @@ HWCAP2_I8MM = 1 << 13  # smmla/ummla: neither Pi
 
 def sentence_ids(text: str) -> list[list[int]]:
     """Phoneme ids of `text` through the front-end the quantizer's evaluation sentences go
-    through (edge_tts.quantize_cmd.sentence_ids: same chunking, same phonemizer)."""
+    through (edge_tts.voice.calibration.sentence_ids: same chunking, same phonemizer)."""
     config = load_config(files.packaged_fp32())
     ids: list[list[int]] = []
     for chunk in prepare(

@@ -4,55 +4,48 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
-from importlib.resources import files as package_files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import onnxruntime
+from .common import EXIT_REFUSED, EXIT_USAGE, Subparsers, fail
 
-from .text import prepare
-from .voice import files
-from .voice.integrity import ModelIntegrityError, manifest_path, read_verified
-from .voice.model import load_config
-from .voice.phonemize import text_to_ids
-from .voice.quality import quality_report
-from .voice.quantize import DEFAULT_SCHEME, SCHEMES, quantize, recipe_fingerprint
+if TYPE_CHECKING:
+    from ..voice.files import VoiceFiles
 
 NAIVE_SCHEME = "naive-dynamic"
 
 
-def sentence_ids(voice: files.VoiceFiles, resource: str) -> list[list[int]]:
-    """Phoneme ids of a packaged sentence list, through the same front-end as speech."""
-    config = load_config(voice)
-    text = package_files("edge_tts.voice").joinpath("data", resource).read_text("utf-8")
-    ids: list[list[int]] = []
-    for line in filter(None, map(str.strip, text.splitlines())):
-        # first_chunk_chars as when the INT8 builds were calibrated: other cuts would
-        # change the calibration data, so the model and its recipe fingerprint.
-        chunks = prepare(
-            line, language=config.espeak_voice, max_chunk_chars=10_000, first_chunk_chars=60
-        )
-        for chunk in chunks:
-            ids.extend(text_to_ids(chunk, config))
-    return ids
+def add_parser(sub: Subparsers) -> None:
+    p = sub.add_parser("quantize", help="build an INT8 voice and report its quality vs FP32")
+    p.add_argument("source", nargs="?", type=Path, help="FP32 voice.onnx (default: joe)")
+    p.add_argument("output", nargs="?", type=Path, help="INT8 output (default: data dir)")
+    p.add_argument("--scheme", help="quantization scheme (default: the project default)")
+    p.add_argument("--no-report", action="store_true", help="skip the quality report")
+    p.add_argument(
+        "--if-stale",
+        action="store_true",
+        help="do nothing when OUT was built from this source with this scheme and onnxruntime",
+    )
+    p.set_defaults(func=run)
 
 
-def run_quantize(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    # onnx and onnxruntime's quantization tools load only for this command.
+    from ..voice import files
+    from ..voice.calibration import sentence_ids
+    from ..voice.integrity import ModelIntegrityError, read_verified
+    from ..voice.quantize import DEFAULT_SCHEME, SCHEMES, quantize, recipe_fingerprint
+
     source = files.from_model_path(args.source) if args.source else files.packaged_fp32()
     output: Path = args.output or files.default_int8_path()
     scheme = args.scheme or DEFAULT_SCHEME
     if scheme not in SCHEMES:
-        print(
-            f"edge-ttsd: error: unknown scheme {scheme!r} (known: {', '.join(SCHEMES)})",
-            file=sys.stderr,
-        )
-        return 2
+        return fail(EXIT_USAGE, f"unknown scheme {scheme!r} (known: {', '.join(SCHEMES)})")
     try:
         source_sha256 = read_verified(source.model, builtin=source.builtin_digest).sha256
     except ModelIntegrityError as err:
-        print(f"edge-ttsd: error: {err}", file=sys.stderr)
-        return 78
+        return fail(EXIT_REFUSED, str(err))
     calibration = sentence_ids(source, "calibration_en.txt")
     fingerprint = recipe_fingerprint(SCHEMES[scheme], calibration)
     if args.if_stale and _up_to_date(output, fingerprint, source_sha256):
@@ -69,6 +62,10 @@ def run_quantize(args: argparse.Namespace) -> int:
 
 def _up_to_date(output: Path, fingerprint: str, source_sha256: str) -> bool:
     """Built from this source, with this recipe and onnxruntime, and not modified since."""
+    import onnxruntime
+
+    from ..voice.integrity import ModelIntegrityError, manifest_path, read_verified
+
     manifest_file = manifest_path(output)
     if not output.is_file() or not manifest_file.is_file():
         return False
@@ -84,7 +81,11 @@ def _up_to_date(output: Path, fingerprint: str, source_sha256: str) -> bool:
     )
 
 
-def _report(source: files.VoiceFiles, output: Path, scheme: str) -> None:
+def _report(source: VoiceFiles, output: Path, scheme: str) -> None:
+    from ..voice.calibration import sentence_ids
+    from ..voice.quality import quality_report
+    from ..voice.quantize import quantize
+
     ids = sentence_ids(source, "evaluation_en.txt")
     fp32_mb = source.model.stat().st_size / 1e6
     print(

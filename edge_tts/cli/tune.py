@@ -7,22 +7,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-EXIT_REFUSED = 78
+from .common import EXIT_REFUSED, Subparsers, add_config_arg, fail
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], config: Path) -> None:
-    from .tune.run import DEFAULT_BUDGET_S
+def add_parser(sub: Subparsers) -> None:
+    from ..tune import DEFAULT_BUDGET_S
 
     p = sub.add_parser(
         "tune", help="measure each voice's builds here and record the fastest good one"
     )
-    p.add_argument("--config", type=Path, default=config, help="YAML settings file")
+    add_config_arg(p)
     p.add_argument("--voice", action="append", default=[], help="only this voice; repeatable")
     p.add_argument(
-        "--budget", type=float, default=DEFAULT_BUDGET_S, help="seconds for all voices (60)"
+        "--budget",
+        type=float,
+        default=DEFAULT_BUDGET_S,
+        help="seconds for all voices (default %(default)g)",
     )
     p.add_argument(
         "--threads",
@@ -43,11 +45,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], config:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .config import ConfigError, load_settings
-    from .tune.builds import BuildError
-    from .tune.quantized import UnknownSchemeError
-    from .voice.files import VoiceNotFoundError
-    from .voice.integrity import ModelIntegrityError
+    from ..config import ConfigError, load_settings
+    from ..tune.builds import BuildError
+    from ..tune.quantized import UnknownSchemeError
+    from ..voice.files import VoiceNotFoundError
+    from ..voice.integrity import ModelIntegrityError
 
     try:
         settings = load_settings(args.config) if args.config.exists() else _defaults(args)
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
             )
         if args.show:
             return _show(settings, args.json)
-        from .tune.run import tune
+        from ..tune.run import tune
 
         log = (lambda _: None) if args.json else print
         result = tune(
@@ -71,8 +73,7 @@ def run(args: argparse.Namespace) -> int:
         ModelIntegrityError,
         UnknownSchemeError,
     ) as err:
-        print(f"edge-ttsd: error: {err}", file=sys.stderr)
-        return EXIT_REFUSED
+        return fail(EXIT_REFUSED, str(err))
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True))
     else:
@@ -82,14 +83,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _defaults(args: argparse.Namespace) -> Any:
     """No config file (a desktop, or before the first deploy): the default voice only."""
-    from .config import default_settings
+    from ..config import default_settings
 
     print(f"{args.config} does not exist: using the default settings", file=sys.stderr)
     return default_settings()
 
 
 def _show(settings: Any, as_json: bool) -> int:
-    from .tune import record
+    from ..tune import record
 
     found = record.load(settings)
     if found is None:
@@ -105,14 +106,13 @@ def _show(settings: Any, as_json: bool) -> int:
 def print_choices(settings: Any) -> int:
     """Which build the daemon would load for each voice now, and why; 78 when a pinned
     build is missing (the daemon would refuse to start)."""
-    from .tune import record
-    from .voice.files import VoiceNotFoundError
+    from ..tune import record
+    from ..voice.files import VoiceNotFoundError
 
     try:
         chosen = record.choices(settings)
     except VoiceNotFoundError as err:
-        print(f"edge-ttsd: error: {err}", file=sys.stderr)
-        return EXIT_REFUSED
+        return fail(EXIT_REFUSED, str(err))
     for name, choice in chosen.items():
         build = choice.build
         print(f"voice {name}: loads the {build.scheme} build {build.path} ({choice.why})")

@@ -1,0 +1,77 @@
+"""`edge-ttsd run` (the daemon) and `edge-ttsd check-config`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from ..logs import setup_logging
+from . import tune
+from .common import EXIT_REFUSED, Subparsers, add_config_arg, fail
+
+_LOGGER = logging.getLogger("edge_tts")
+
+
+def add_parsers(sub: Subparsers) -> None:
+    p = sub.add_parser("run", help="run the daemon: MQTT text in, speech out")
+    add_config_arg(p)
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a setting, e.g. --set audio.sink=wav-dir (VALUE is YAML); repeatable",
+    )
+    p.set_defaults(func=run)
+    p = sub.add_parser("check-config", help="validate a settings file; non-zero exit if bad")
+    p.add_argument("config", type=Path)
+    p.set_defaults(func=check_config)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..app import Daemon, StartupRefused
+    from ..config import ConfigError, load_settings
+    from ..voice.integrity import ModelIntegrityError
+    from ..voice.model import share_runtime
+
+    try:
+        settings = load_settings(args.config, _overrides(args.set))
+    except ConfigError as err:
+        return fail(EXIT_REFUSED, f"{args.config}: {err}")
+    setup_logging("DEBUG" if args.verbose else settings.log_level)
+    share_runtime(settings.synthesis.threads)  # this process owns every session it runs
+    try:
+        return Daemon(settings).run()
+    except (StartupRefused, ModelIntegrityError) as err:
+        _LOGGER.critical("Refusing to start: %s", err)
+        return fail(EXIT_REFUSED, str(err))
+
+
+def _overrides(pairs: list[str]) -> dict[str, object]:
+    import yaml
+
+    from ..config import ConfigError
+
+    overrides: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ConfigError(f"--set {pair!r}: expected KEY=VALUE")
+        overrides[key.strip()] = yaml.safe_load(value)
+    return overrides
+
+
+def check_config(args: argparse.Namespace) -> int:
+    from ..config import ConfigError, load_settings
+
+    try:
+        settings = load_settings(args.config)
+    except ConfigError as err:
+        return fail(EXIT_REFUSED, f"{args.config}: {err}")
+    voices = ", ".join(settings.voices)
+    print(
+        f"{args.config}: OK (device {settings.device_id}, broker "
+        f"{settings.broker.host}:{settings.broker.port}, voices {voices})"
+    )
+    return tune.print_choices(settings)
