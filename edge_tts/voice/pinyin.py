@@ -12,7 +12,7 @@ in its training labels, and Latin letters are spelled with Mandarin syllables.
 
 pypinyin (MIT) gives the pinyin: its phrase dictionary picks the reading of polyphones
 (银行 hang2, 行走 xing2) and segments the text into words, and its ToneSandhiMixin applies
-sandhi inside a word. What that misses is fixed here (_sandhi): third tones across words
+sandhi inside a word. What that misses is fixed in tone_sandhi.py: third tones across words
 (老虎, 展览馆, 我很好 come back unchanged), 一 and 不 as words of their own (一天 yi1,
 不去 bu4), 一 before a fourth tone even inside a word (一会儿 yi1 hui4), its first tone
 in numbers, ordinals and dates (十一, 第一天, 一月), and runs of third tones that do not
@@ -27,16 +27,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import logging
 import os
 import re
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Final
 
 from edge_tts.voice.pinyin_table import LETTER_NAMES, PINYIN
+from edge_tts.voice.tone_sandhi import Syllable, apply_sandhi
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -149,131 +148,13 @@ def load() -> None:
     _pinyin_engine()
 
 
-@dataclass
-class _Syllable:
-    char: str
-    pinyin: str  # toneless: "zhong"
-    tone: str  # "1".."5"
-    word: int  # which word of its run (pypinyin's segmentation)
-    first: bool  # first character of its word
-    erhua: bool = False
-
-
-def _syllables(run: str) -> list[_Syllable]:
+def _syllables(run: str) -> list[Syllable]:
     syllables = []
     for index, (word, pinyins) in enumerate(_pinyin_engine()(run)):
         for position, (char, pinyin) in enumerate(zip(word, pinyins, strict=True)):
             tone = pinyin[-1] if pinyin[-1:].isdigit() else "5"
-            syllables.append(_Syllable(char, pinyin.rstrip("12345"), tone, index, position == 0))
+            syllables.append(Syllable(char, pinyin.rstrip("12345"), tone, index, position == 0))
     return syllables
-
-
-# --- tone sandhi ----------------------------------------------------------------------
-
-_NUMERALS: Final = "零一二三四五六七八九十两"
-# 一 keeps its first tone after these (第一, 初一, 星期一, 周一, 礼拜一, 统一, 唯一, 逐一)
-# and before these (一月, 一日, 一号: dates).
-_YI_FIRST_AFTER: Final = "第初期周拜统唯逐"
-_YI_FIRST_BEFORE: Final = "月日号"
-_NUMBER_UNITS: Final = "百千万亿"
-# 一点 is "one o'clock" or "one point" before these, "a little" otherwise.
-_AFTER_YI_DIAN: Final = _NUMERALS + "整半钟"
-# 儿 after these is the 儿化 suffix (哪儿, 这儿, 一点儿, 一会儿, 一块儿, 玩儿, 事儿).
-_ERHUA_AFTER: Final = "哪这那点会块边玩事些样空伴"
-
-
-def _char(syllables: list[_Syllable], index: int) -> str:
-    """The character at index, "" outside the run."""
-    return syllables[index].char if 0 <= index < len(syllables) else ""
-
-
-def _among(char: str, chars: str) -> bool:
-    return bool(char) and char in chars  # "" is `in` every string
-
-
-def _yi_tone(syllables: list[_Syllable], i: int) -> str:
-    before, after = _char(syllables, i - 1), _char(syllables, i + 1)
-    if _among(after, _NUMBER_UNITS):
-        pass  # 一百 yi4, 一万 yi2, 第一百, 一万零一百: sandhi as before any syllable
-    elif not after or _among(before, _YI_FIRST_AFTER) or _among(after, _YI_FIRST_BEFORE):
-        return "1"
-    elif _among(before, _NUMERALS) or _among(after, _NUMERALS):
-        return "1"  # 十一, 二零一八, 一九九八, 一一
-    elif after == "点" and _among(_char(syllables, i + 2), _AFTER_YI_DIAN):
-        return "1"
-    elif before == after:
-        return "5"  # 看一看
-    return "2" if syllables[i + 1].tone in "45" else "4"
-
-
-def _ends_word(syllables: list[_Syllable], i: int) -> bool:
-    """The last character of a word of two or more (统一, 唯一, 万一)."""
-    last = i + 1 == len(syllables) or syllables[i + 1].word != syllables[i].word
-    return last and not syllables[i].first
-
-
-def _bu_tone(syllables: list[_Syllable], i: int) -> str:
-    before, after = _char(syllables, i - 1), _char(syllables, i + 1)
-    if not after or after == "一":
-        return "4"
-    if before == after:
-        return "5"  # 是不是, 好不好
-    return "2" if syllables[i + 1].tone == "4" else "4"
-
-
-def _is_erhua(syllables: list[_Syllable], i: int) -> bool:
-    syllable = syllables[i]
-    if syllable.char != "儿" or syllable.pinyin != "er" or i == 0:
-        return False
-    starts_word = (
-        syllable.first and i + 1 < len(syllables) and syllables[i + 1].word == syllable.word
-    )
-    if starts_word:
-        return False  # 儿子, 儿童
-    alone = syllable.first  # a word of its own: 玩|儿, 一点|儿
-    return alone or syllable.tone == "5" or syllables[i - 1].char in _ERHUA_AFTER
-
-
-def _third_tone_groups(run: list[_Syllable]) -> list[list[_Syllable]]:
-    """Consecutive third tones cut into groups of two or three syllables, at word
-    boundaries where possible: 我想买|五把|雨伞."""
-    groups: list[list[_Syllable]] = []
-    current: list[_Syllable] = []
-    for _, same_word in itertools.groupby(run, key=lambda s: s.word):
-        part = list(same_word)
-        if len(part) >= 2 and len(current) >= 2:
-            groups.append(current)
-            current = []
-        current += part
-        if len(current) >= 3:
-            groups.append(current)
-            current = []
-    if len(current) == 1 and groups:
-        groups[-1] += current
-    elif current:
-        groups.append(current)
-    return groups
-
-
-def _third_tones(syllables: list[_Syllable]) -> None:
-    """A third tone before another third tone in its group is said as a second tone."""
-    spoken = [s for s in syllables if not s.erhua]
-    for is_third, run in itertools.groupby(spoken, key=lambda s: s.tone == "3"):
-        if is_third:
-            for group in _third_tone_groups(list(run)):
-                for syllable in group[:-1]:
-                    syllable.tone = "2"
-
-
-def _sandhi(syllables: list[_Syllable]) -> None:
-    for i, syllable in enumerate(syllables):
-        if syllable.char == "不" and syllable.tone != "5":
-            syllable.tone = _bu_tone(syllables, i)
-    for i, syllable in enumerate(syllables):
-        if syllable.char == "一" and not _ends_word(syllables, i):
-            syllable.tone = _yi_tone(syllables, i)
-        syllable.erhua = _is_erhua(syllables, i)
-    _third_tones(syllables)
 
 
 # --- symbols --------------------------------------------------------------------------
@@ -282,7 +163,7 @@ def _sandhi(syllables: list[_Syllable]) -> None:
 def _han_symbols(run: str) -> list[list[str]]:
     """A run of Han -> one symbol list per syllable, 儿化 folded into its syllable."""
     syllables = _syllables(run)
-    _sandhi(syllables)
+    apply_sandhi(syllables)
     result: list[list[str]] = []
     for syllable in syllables:
         if syllable.erhua and result:

@@ -8,7 +8,7 @@ voice"). A phrase is kept when
 - its reading differs from its characters' default readings: a polyphone read in
   context (银行 háng, 重新 chóng, 音乐 yuè), a neutral tone (觉得 de);
 - or it holds 一, 不 or 儿, or two third tones in a row: tone sandhi and 儿化 look at word
-  boundaries (pinyin._sandhi), so those words must still be found as words.
+  boundaries (tone_sandhi.py), so those words must still be found as words.
 
 Every other phrase reads as its characters do, and dropping it changes no symbol of the
 texts in tests/test_pinyin_phrases.py. On random concatenations of dictionary phrases
