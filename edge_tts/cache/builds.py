@@ -10,14 +10,12 @@ model's digest as its source); any other voice renders its phrases itself.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import threading
 
 from ..voice import files
 from ..voice.base import SpeechVoice
-from ..voice.integrity import manifest_path
 from ..voice.model import Voice
 
 _LOGGER = logging.getLogger(__name__)
@@ -35,7 +33,7 @@ def best_build_sha256(voice: SpeechVoice) -> str | None:
     packaged, digest = _packaged()
     if voice.files.model == packaged.model:
         return None
-    return digest if _source_sha256(voice) == digest else None
+    return digest if files.source_sha256(voice.files.model) == digest else None
 
 
 def open_best_build(voice: SpeechVoice, threads: int, max_phonemes: int | None) -> SpeechVoice:
@@ -51,19 +49,6 @@ def open_best_build(voice: SpeechVoice, threads: int, max_phonemes: int | None) 
         packaged.model.name,
     )
     return Voice(packaged, digest, threads, max_phonemes)
-
-
-def _source_sha256(voice: Voice) -> str | None:
-    """The source model's digest our quantizer wrote into the build's manifest."""
-    path = manifest_path(voice.files.model)
-    try:
-        source = json.loads(path.read_text("utf-8")).get("source_sha256")
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, AttributeError) as err:
-        _LOGGER.warning("Cannot read %s (%s): phrases render with the voice itself", path, err)
-        return None
-    return source.lower() if isinstance(source, str) else None
 
 
 def load_quietly(voice: SpeechVoice) -> None:

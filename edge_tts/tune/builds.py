@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..config import VoiceSettings
 from ..voice import files, voice_dir
-from ..voice.files import FP32, IMPORTED, read_manifest, scheme_of
+from ..voice.files import FP32, IMPORTED, read_manifest, scheme_of, source_sha256
 from ..voice.integrity import MANIFEST_SUFFIX, manifest_digest, sha256_hex
 
 
@@ -99,8 +99,7 @@ def _source_digest(build: Build) -> str | None:
     """The FP32 original's digest: its own for an FP32 build, its manifest's for INT8."""
     if build.scheme == FP32:
         return build.sha256
-    source = read_manifest(build.path).get("source_sha256")
-    return str(source) if source else None
+    return source_sha256(build.path)
 
 
 def _originals(build: Build, source: str | None) -> list[Build]:

@@ -110,3 +110,10 @@ def read_manifest(model: Path) -> dict[str, object]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def source_sha256(model: Path) -> str | None:
+    """The digest of the FP32 original our quantizer built `model` from; None when it did
+    not build it (no manifest, or an unreadable one)."""
+    source = read_manifest(model).get("source_sha256")
+    return source.lower() if isinstance(source, str) and source else None
