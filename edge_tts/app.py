@@ -7,12 +7,10 @@ output), with the reporter, telemetry, systemd notify and a health tick beside i
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 import threading
 import time
-from collections.abc import Callable
 
 from .audio.output import open_output
 from .cache.service import CacheService
@@ -21,13 +19,13 @@ from .dedupe import PlayedStore
 from .homeassistant.controls import Controls, optional_subscriptions
 from .intake import Intake
 from .lifecycle import Part, Parts, nothing
-from .messages.events import event
 from .messages.topics import Topics
 from .mqtt_link import Inbound, MqttLink
 from .notify import HealthTick, Notifier
 from .pipeline import Pipeline
 from .reporter import MqttReporter
 from .routing import Router
+from .status import DaemonStatus
 from .telemetry import Telemetry, TelemetryPublisher
 from .voice import files
 from .voice.base import SpeechVoice
@@ -98,12 +96,23 @@ class Daemon:
             if s.wyoming.uri is not None
             else None
         )
+        self.status = DaemonStatus(
+            device_id=s.device_id,
+            link=self.link,
+            topics=self.topics,
+            telemetry=self.telemetry,
+            voices=self.voices,
+            output=self.output,
+            played=self.played,
+            cache=self.cache,
+            pipeline=self.pipeline,
+            wyoming=self.wyoming,
+        )
         self.publisher = TelemetryPublisher(
-            self.telemetry, s.telemetry.interval, self.gauges, self._publish_telemetry
+            self.telemetry, s.telemetry.interval, self.status.gauges, self.status.publish_telemetry
         )
         interval = self.notifier.watchdog_interval() or HEALTH_INTERVAL_S
-        self.health = HealthTick(self.notifier, self.checks(), interval, self._tick)
-        self._last_problems: list[str] = []
+        self.health = HealthTick(self.notifier, self.status.checks(), interval, self.status.tick)
         self.parts = Parts(self._parts())
 
     def _parts(self) -> list[Part]:
@@ -171,8 +180,8 @@ class Daemon:
                 break
             self.notifier.status(f"waiting for broker {broker.host}:{broker.port}")
         if not self.stop_event.is_set():
-            self.notifier.ready(self.status_line())
-            _LOGGER.info("Ready: %s", self.status_line())
+            self.notifier.ready(self.status.line())
+            _LOGGER.info("Ready: %s", self.status.line())
         self.stop_event.wait()
 
     def _on_message(self, inbound: Inbound) -> None:
@@ -191,85 +200,6 @@ class Daemon:
 
         signal.signal(signal.SIGTERM, handle)
         signal.signal(signal.SIGINT, handle)
-
-    # --- health and telemetry ------------------------------------------------------
-
-    def checks(self) -> dict[str, Callable[[], bool]]:
-        # Liveness, not health: a broker outage or a missing card is reported in STATUS
-        # and telemetry while the components retry; only a dead thread stops the pings.
-        checks = {
-            "mqtt": lambda: self.link.alive,
-            "synthesis": self.pipeline.alive,
-            "audio": lambda: self.output.alive,
-        }
-        if self.wyoming is not None:
-            checks["wyoming"] = lambda: self.wyoming is None or self.wyoming.alive
-        return checks
-
-    def problems(self) -> list[str]:
-        """What is wrong now, in words a user can act on (empty when all is well)."""
-        found = []
-        if self.output.status != "ok":
-            found.append(f"audio {self.output.status}")
-        if self.played.problem is not None:
-            found.append(f"state {self.played.problem}")
-        if self.cache.problem is not None:
-            found.append(f"cache {self.cache.problem}")
-        if self.wyoming is not None and self.wyoming.problem is not None:
-            found.append(f"wyoming {self.wyoming.problem}")
-        return found
-
-    def status_line(self) -> str:
-        link = "connected" if self.link.connected else "disconnected"
-        voice = self.voices.default
-        loaded = "loaded" if voice.loaded else "lazy"
-        state = f"; state degraded: {self.played.problem}" if self.played.problem else ""
-        state += f"; cache degraded: {self.cache.problem}" if self.cache.problem else ""
-        line = (
-            f"mqtt {link}; audio {self.output.status}; voice {voice.name} ({loaded}); "
-            f"queue {self.pipeline.depth}{state}"
-        )
-        return f"degraded: {line}" if self.problems() else line
-
-    def _tick(self) -> str:
-        """The health tick's status step: retry what failed, say what changed."""
-        self.output.recover()
-        self.played.recover()
-        self.cache.recover()
-        problems = self.problems()
-        if problems != self._last_problems:
-            status = "degraded" if problems else "ok"
-            if problems:
-                _LOGGER.warning("Degraded: %s", "; ".join(problems))
-            else:
-                _LOGGER.info("Recovered: all is well again")
-            self.link.publish(
-                self.topics.events, event("status", None, status=status, problems=problems)
-            )
-        self._last_problems = problems
-        return self.status_line()
-
-    def gauges(self) -> dict[str, object]:
-        self.telemetry.set_counter("underruns", self.output.underruns)
-        return {
-            "device": self.settings.device_id,
-            "status": self.status_line(),
-            "health": "degraded" if self.problems() else "ok",
-            "problems": self.problems(),
-            "audio": self.output.status,
-            "queue_depth": self.pipeline.depth,
-            "syntheses_in_flight": self.pipeline.in_flight,
-            "mqtt_connected": self.link.connected,
-            "cache": self.cache.gauges(),
-            "wyoming_clients": self.wyoming.clients if self.wyoming is not None else None,
-            "voices": {
-                n: {"loaded": v.loaded, "sha256": v.sha256, "build": v.build.as_dict()}
-                for n, v in self.voices.all().items()
-            },
-        }
-
-    def _publish_telemetry(self, snapshot: dict[str, object]) -> None:
-        self.link.publish(self.topics.telemetry, json.dumps(snapshot), qos=0, retain=True)
 
 
 __all__ = ["Daemon", "StartupRefused"]

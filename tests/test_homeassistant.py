@@ -178,14 +178,15 @@ def telemetry_json(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
         daemon.telemetry.observe("real_time_factor", rtf)
         daemon.telemetry.count("played")
     # Through JSON, as it goes over MQTT: HA's value_json is what json.loads makes of it.
-    yield json.loads(json.dumps(daemon.telemetry.snapshot(daemon.gauges())))
+    yield json.loads(json.dumps(daemon.telemetry.snapshot(daemon.status.gauges())))
 
 
 @pytest.fixture(scope="module")
 def fresh_telemetry_json(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Right after a start: no request yet, so the latency percentiles are null."""
     daemon = Daemon(settings(tmp_path_factory.mktemp("fresh")))
-    loaded: dict[str, Any] = json.loads(json.dumps(daemon.telemetry.snapshot(daemon.gauges())))
+    snapshot = daemon.telemetry.snapshot(daemon.status.gauges())
+    loaded: dict[str, Any] = json.loads(json.dumps(snapshot))
     return loaded
 
 

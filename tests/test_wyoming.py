@@ -586,9 +586,9 @@ def test_the_daemon_runs_it_after_the_pipeline_only_when_configured(tmp_path: Pa
     served = daemon("tcp://127.0.0.1:0")
     names = [part.name for part in served.parts.parts]
     assert names.index("wyoming") == names.index("pipeline") + 1  # so it stops before it
-    assert served.wyoming is not None and "wyoming" in served.checks()
+    assert served.wyoming is not None and "wyoming" in served.status.checks()
     served.wyoming.problem = "cannot listen on tcp://0.0.0.0:10200: Address already in use"
-    assert "wyoming cannot listen on tcp://0.0.0.0:10200" in "; ".join(served.problems())
+    assert "wyoming cannot listen on tcp://0.0.0.0:10200" in "; ".join(served.status.problems())
     plain = daemon(None)
     assert plain.wyoming is None and "wyoming" not in [p.name for p in plain.parts.parts]
 
