@@ -305,6 +305,33 @@ def test_a_stream_that_ends_without_text_stops_without_audio(rig: Rig) -> None:
     assert types(events) == ["synthesize-stopped"]
 
 
+def test_the_text_limit_is_per_response_not_per_connection(rig: Rig) -> None:
+    text = "Word after word. " * 90  # 1,530 characters: under the limit (2,000), not twice
+    plain = [Synthesize(text=text).event()]
+    stream = [
+        SynthesizeStart().event(),
+        SynthesizeChunk(text=text).event(),
+        SynthesizeStop().event(),
+    ]
+
+    async def one_connection() -> list[list[str]]:
+        async with rig.client() as client:
+            answers = []
+            for events, last in (
+                (plain, "audio-stop"),
+                (stream, "synthesize-stopped"),
+                (plain, "audio-stop"),
+            ):
+                for event in events:
+                    await client.write_event(event)
+                answers.append(types(await collect(client, last)))
+            return answers
+
+    spoken = ["audio-start", "audio-chunk", "audio-stop"]
+    assert run(one_connection()) == [spoken, [*spoken, "synthesize-stopped"], spoken]
+    assert rig.counter("wyoming_errors") == 0
+
+
 # --- bad clients ----------------------------------------------------------------------
 
 

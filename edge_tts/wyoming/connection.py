@@ -63,7 +63,7 @@ class Connection:
         self.peer = peer_name(writer)
         self._sender = Sender(ctx, writer, self.peer)
         self._sentences: SentenceBuffer | None = None  # while a stream is open
-        self._chars = 0  # text received for the current response
+        self._chars = 0  # text received for the current stream
 
     async def serve(self) -> None:
         """Answer the client's events until it closes, misbehaves or idles; never raises
@@ -156,7 +156,7 @@ class Connection:
 
     async def _synthesize(self, event: Event) -> None:
         text = _text(event.data)
-        self._count_chars(text)
+        self._check_length(len(text))  # before audio-start: a refusal is the whole answer
         voice = _voice(event.data)
         response = await self._open(voice, streaming=False)
         _LOGGER.info(
@@ -177,7 +177,8 @@ class Connection:
         response = self._sender.response
         if self._sentences is None or response is None:
             raise ClientError("synthesize-chunk without synthesize-start", "unexpected")
-        self._count_chars(text)
+        self._chars += len(text)
+        self._check_length(self._chars)
         for sentence in self._sentences.add(text):  # each synthesized as soon as complete
             response.add_text(sentence)
 
@@ -196,9 +197,8 @@ class Connection:
         self._chars = 0
         return response
 
-    def _count_chars(self, text: str) -> None:
-        self._chars += len(text)
-        if self._chars > self.ctx.max_text_chars:
+    def _check_length(self, chars: int) -> None:
+        if chars > self.ctx.max_text_chars:
             raise ClientError(f"text longer than {self.ctx.max_text_chars} characters", "too-large")
 
     async def _end_response(self) -> None:
