@@ -36,10 +36,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from daemon_rig import fmt, log, machine_info, stats, stop_on_signals
+from daemon_rig import (
+    add_daemon_options,
+    fmt,
+    log,
+    machine_info,
+    run_and_emit,
+    stats,
+)
 from e2e.knobs import Knobs
 from e2e.rig import SETTLE_S, Daemon, Rig
-from report_io import emit
 
 PHRASE = "The garage door is open."
 # Words that make "The <word> door is open." a sentence no earlier round sent.
@@ -195,13 +201,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     add("--rounds", type=int, default=15, help="rounds of cached, uncached, new")
     add("--phrase", default=PHRASE, help="the cached phrase")
     add("--set", action="append", default=[], metavar="KEY=VALUE", help="edge-ttsd run --set")
-    add("--json", action="store_true", help="print the results as JSON")
-    add("--json-out", type=Path, help="also write the results as JSON here")
-    add("--keep", action="store_true", help="keep the temp dir (logs)")
+    add_daemon_options(parser, out="--json-out")
     args = parser.parse_args(argv)
-    stop_on_signals()
-    emit(run(args), args.json_out, args.json, print_report)
-    return 0
+    return run_and_emit(run, args, print_report)
 
 
 if __name__ == "__main__":

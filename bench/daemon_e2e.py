@@ -64,7 +64,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from daemon_rig import REPO, log, machine_info, stop_on_signals
+from daemon_rig import REPO, add_daemon_options, log, machine_info, run_and_emit
 from e2e.investigate import investigate
 from e2e.knobs import RSS_SWEEP, Knobs
 from e2e.phases import (
@@ -77,7 +77,6 @@ from e2e.phases import (
 )
 from e2e.report import print_report, targets
 from e2e.rig import Rig
-from report_io import emit
 
 CORPUS = REPO / "edge_tts" / "voice" / "data" / "evaluation_en.txt"
 PHASES = ("sequential", "length", "burst2", "burst100", "rss")
@@ -180,13 +179,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     add("--burst", type=int, default=100, help="requests in the big burst")
     add("--rss-requests", type=int, help="requests for the RSS run")
-    add("--json", action="store_true", help="print the results as JSON")
-    add("--json-out", type=Path, help="also write the results as JSON here")
-    add("--keep", action="store_true", help="keep the temp dir (logs)")
+    add_daemon_options(parser, out="--json-out")
     args = parser.parse_args(argv)
-    stop_on_signals()
-    emit(run(args), args.json_out, args.json, print_report)
-    return 0
+    return run_and_emit(run, args, print_report)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ daemon's `--set` pairs are appended to DaemonProcess's command line by a subclas
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import platform
@@ -27,6 +28,8 @@ from typing import Any, Protocol, TypeVar
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from report_io import add_output_options, emit  # noqa: E402 - bench/ is the script's own directory
 
 from tests.support.broker import Broker  # noqa: E402 - needs the repo root on sys.path
 from tests.support.daemon_proc import DaemonProcess, daemon_config  # noqa: E402
@@ -49,6 +52,24 @@ def stop_on_signals() -> None:
 
     signal.signal(signal.SIGTERM, interrupt)
     signal.signal(signal.SIGINT, interrupt)
+
+
+def add_daemon_options(parser: argparse.ArgumentParser, out: str = "--out") -> None:
+    """The output options (report_io.add_output_options) and `--keep`, for daemon_run."""
+    add_output_options(parser, out)
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs)")
+
+
+def run_and_emit(
+    run: Callable[[argparse.Namespace], dict[str, Any]],
+    args: argparse.Namespace,
+    print_table: Callable[[dict[str, Any]], None],
+) -> int:
+    """`run(args)` stoppable by SIGTERM and SIGINT (stop_on_signals), then its result
+    written and printed as add_daemon_options chose; main()'s exit status."""
+    stop_on_signals()
+    emit(run(args), args.out, args.json, print_table)
+    return 0
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

@@ -72,16 +72,14 @@ import secrets
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from daemon_rig import Rig, daemon_run, stop_on_signals
+from daemon_rig import Rig, add_daemon_options, daemon_run, run_and_emit
 from fuzzing.case import MAX_TEXT_CHARS
 from fuzzing.client import Client
 from fuzzing.mix import HEAVY
 from fuzzing.report import checks, print_report, results
 from fuzzing.run import Fuzz
-from report_io import emit
 
 TARGET = 10_000
 
@@ -142,15 +140,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="passed to the daemon's `edge-ttsd run --set` (repeatable)",
     )
-    add("--out", type=Path, help="write the results as JSON here")
-    add("--json", action="store_true", help="print JSON instead of the table")
-    add("--keep", action="store_true", help="keep the temp dir (logs)")
+    add_daemon_options(parser)
     args = parser.parse_args(argv)
     if min(args.window, args.reject_window, args.alone_batch, args.requests) < 1:
         parser.error("--window, --reject-window, --alone-batch and --requests must be positive")
-    stop_on_signals()
-    emit(run(args), args.out, args.json, print_report)
-    return 0
+    return run_and_emit(run, args, print_report)
 
 
 if __name__ == "__main__":

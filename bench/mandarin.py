@@ -64,7 +64,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from report_io import emit  # noqa: E402 - bench/ is the script's own directory
+from report_io import add_output_options, emit  # noqa: E402 - bench/ is the script's own directory
 
 DEFAULT_VOICE_DIR = Path("/var/cache/edge-tts-ci/voices/zh-baker")
 FINAL = ("finished", "rejected", "expired", "interrupted", "duplicate")
@@ -697,8 +697,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--e2e-only", action="store_true", help="only the daemon end to end (no engine runs)"
     )
     parser.add_argument("--e2e-rounds", type=int, default=3, help="--e2e rounds (default 3)")
-    parser.add_argument("--out", type=Path, help="write the results as JSON here")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    add_output_options(parser)
     parser.add_argument("--english-alone-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.english_alone_worker:

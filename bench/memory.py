@@ -83,10 +83,11 @@ from daemon_rig import (  # noqa: E402 - bench/ is the script's own directory
     FINAL,
     MB,
     Rig,
+    add_daemon_options,
     fmt,
     log,
     machine_info,
-    stop_on_signals,
+    run_and_emit,
     voice_check,
 )
 from mandarin import (  # noqa: E402
@@ -96,7 +97,6 @@ from mandarin import (  # noqa: E402
     ZH_LONG,
     ZH_SHORT,
 )
-from report_io import emit  # noqa: E402
 from soak import MIXED_TEXTS  # noqa: E402
 
 from tests.support.broker import Recorder  # noqa: E402 - needs the repo root on sys.path
@@ -716,18 +716,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sample-interval", type=float, default=0.1, help="RSS sample interval, s (0.1)"
     )
     parser.add_argument("--voice", type=Path, default=DEFAULT_VOICE_DIR, help="Mandarin voice")
-    parser.add_argument("--out", type=Path, help="write the results as JSON here")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
-    parser.add_argument("--keep", action="store_true", help="keep the temp dirs (daemon logs)")
+    add_daemon_options(parser)
     args = parser.parse_args(argv)
     unknown = [c for c in args.configs if c not in CONFIG_NAMES]
     if unknown:
         parser.error(f"unknown configuration(s) {unknown}; known: {', '.join(CONFIG_NAMES)}")
     if args.requests < 1 or args.idle <= 0 or args.sample_interval <= 0:
         parser.error("--requests, --idle and --sample-interval must be positive")
-    stop_on_signals()
-    emit(run(args), args.out, args.json, print_report)
-    return 0
+    return run_and_emit(run, args, print_report)
 
 
 if __name__ == "__main__":

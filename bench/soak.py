@@ -55,16 +55,16 @@ if str(REPO) not in sys.path:
 from daemon_rig import (  # noqa: E402 - bench/ is the script's own directory
     FINAL,
     Rig,
+    add_daemon_options,
     daemon_run,
     fmt,
     log,
     print_log_and_counters,
+    run_and_emit,
     slope,
     stats,
-    stop_on_signals,
     voice_check,
 )
-from report_io import emit  # noqa: E402
 
 from tests.support.broker import Recorder  # noqa: E402 - needs the repo root on sys.path
 
@@ -584,15 +584,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="passed to the daemon's `edge-ttsd run --set` (repeatable)",
     )
-    parser.add_argument("--out", type=Path, help="write the results as JSON here")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
-    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs)")
+    add_daemon_options(parser)
     args = parser.parse_args(argv)
-    stop_on_signals()
     if args.window < 1 or args.requests < 1:
         parser.error("--window and --requests must be positive")
-    emit(run(args), args.out, args.json, print_report)
-    return 0
+    return run_and_emit(run, args, print_report)
 
 
 if __name__ == "__main__":

@@ -71,7 +71,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from report_io import emit  # noqa: E402 - bench/ is the script's own directory
+from report_io import add_output_options, emit  # noqa: E402 - bench/ is the script's own directory
 
 DEFAULT_VOICE_DIR = Path("/var/cache/edge-tts-ci/voices/zh-baker")
 MB = 1e6
@@ -816,8 +816,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="comma-separated, from: " + ", ".join(o.name for o in OPTIONS),
     )
     parser.add_argument("--rss", action="store_true", help="RSS of a fresh process per option")
-    parser.add_argument("--out", type=Path, help="write the results as JSON here")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    add_output_options(parser)
     parser.add_argument("--rss-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rss_worker:

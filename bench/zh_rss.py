@@ -31,7 +31,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from mandarin import DEFAULT_VOICE_DIR, ZH_LONG, ZH_SHORT, rss_mb  # noqa: E402
-from report_io import emit  # noqa: E402 - bench/ is the script's own directory
+from report_io import add_output_options, emit  # noqa: E402 - bench/ is the script's own directory
 
 DEFAULT_VARIANTS = ("300x2", "300x1", "150x2", "100x2")
 
@@ -114,8 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="MAX_PHONEMESxCONCURRENT, comma-separated (default: 300x2,300x1,150x2,100x2)",
     )
     parser.add_argument("--with-english", action="store_true", help="English voice first")
-    parser.add_argument("--out", type=Path, help="write the results as JSON here")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    add_output_options(parser)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
