@@ -38,6 +38,7 @@ from typing import Any
 
 from daemon_rig import (
     add_daemon_options,
+    add_set_option,
     fmt,
     log,
     machine_info,
@@ -200,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add = parser.add_argument
     add("--rounds", type=int, default=15, help="rounds of cached, uncached, new")
     add("--phrase", default=PHRASE, help="the cached phrase")
-    add("--set", action="append", default=[], metavar="KEY=VALUE", help="edge-ttsd run --set")
+    add_set_option(parser)
     add_daemon_options(parser, out="--json-out")
     args = parser.parse_args(argv)
     return run_and_emit(run, args, print_report)

@@ -1,7 +1,7 @@
 """What the daemon benchmarks share: the launcher (tests/support/daemon_proc.py's
-DaemonProcess with `edge-ttsd run --set` pairs), and for bench/soak.py and bench/fuzz.py
-Mosquitto plus one daemon on the wav-dir sink (`daemon_run`: start, record, stop), its
-RSS, its log, percentiles.
+DaemonProcess with `edge-ttsd run --set` pairs), and for bench/soak.py, bench/fuzz.py and
+bench/memory.py Mosquitto plus one daemon on the wav-dir sink (`daemon_run`: start,
+record, stop), its RSS, its log, percentiles; their command-line options and main()'s tail.
 
 The helpers of tests/support/ are used as they are (broker.py, daemon_proc.py); the
 daemon's `--set` pairs are appended to DaemonProcess's command line by a subclass.
@@ -31,7 +31,7 @@ if str(REPO) not in sys.path:
 
 from report_io import add_output_options, emit  # noqa: E402 - bench/ is the script's own directory
 
-from tests.support.broker import Broker  # noqa: E402 - needs the repo root on sys.path
+from tests.support.broker import Broker, Recorder  # noqa: E402 - needs the repo root on sys.path
 from tests.support.daemon_proc import DaemonProcess, daemon_config  # noqa: E402
 
 MB = 1e6
@@ -58,6 +58,17 @@ def add_daemon_options(parser: argparse.ArgumentParser, out: str = "--out") -> N
     """The output options (report_io.add_output_options) and `--keep`, for daemon_run."""
     add_output_options(parser, out)
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs)")
+
+
+def add_set_option(parser: argparse.ArgumentParser) -> None:
+    """`--set KEY=VALUE` (repeatable, args.set): daemon_run's `sets`."""
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="passed to the daemon's `edge-ttsd run --set` (repeatable)",
+    )
 
 
 def run_and_emit(
@@ -278,6 +289,7 @@ class Rig:
             "errors": len(errors),
             "tracebacks": text.count("Traceback (most recent call last)"),
             "error_lines": [{"line": k, "count": v} for k, v in list(unique.items())[:20]],
+            "warning_lines": warnings[:5],
         }
 
     def stop(self) -> None:
@@ -325,22 +337,28 @@ C = TypeVar("C", bound=Closable)
 
 @contextlib.contextmanager
 def daemon_run(
-    device: str, sets: Sequence[str], keep: bool, connect: Callable[[Rig], C]
+    device: str,
+    sets: Sequence[str],
+    keep: bool,
+    connect: Callable[[Rig], C],
+    settings: dict[str, Any] | None = None,
+    ready_timeout: float = 180,
 ) -> Iterator[tuple[Rig, C]]:
     """Mosquitto, then the client `connect(rig)` makes (before the daemon, so that it
-    sees all the daemon publishes), then the daemon (READY=1). Leaving: whether the
+    sees all the daemon publishes), then the daemon (READY=1; Rig's settings updated
+    with `settings`, then `--set` `sets`). Leaving: whether the
     daemon is still the process it was (rig.same_pid_at_end), then, whatever happened,
     the client closed, the daemon stopped (SIGTERM: rig.exit_code, rig.stop_s),
     Mosquitto stopped, the daemon log summarized (rig.log_report) and the temp dir removed
     unless `keep`."""
     root = Path(tempfile.mkdtemp(prefix=f"tt{device[:2]}-"))  # short: unix socket paths
-    rig = Rig(root, device, sets=sets)
+    rig = Rig(root, device, sets=sets, settings=settings or {})
     client: C | None = None
     try:
         rig.start_broker()
         client = connect(rig)
         log(f"daemon: starting (wav-dir sink){' --set ' + ' '.join(sets) if sets else ''}")
-        rig.start_daemon()
+        rig.start_daemon(ready_timeout)
         yield rig, client
         rig.same_pid_at_end = rig.same_process()
     except BaseException:
@@ -354,6 +372,33 @@ def daemon_run(
         rig.log_report = rig.log_summary()  # before the temp dir goes
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def record_events(rig: Rig) -> Recorder:
+    """A daemon_run client: a recorder of the daemon's events and telemetry."""
+    return Recorder(rig.port, [rig.topic("events"), rig.topic("telemetry")])
+
+
+def process_until(
+    rec: Recorder,
+    process: Callable[[], object],
+    condition: Callable[[], bool],
+    timeout: float,
+    what: str,
+) -> bool:
+    """`process()` the recorded messages until `condition` holds (True) or `timeout`
+    passes (False, logged)."""
+
+    def check() -> bool:
+        process()
+        return condition()
+
+    try:
+        rec.wait_for(check, timeout)
+    except AssertionError:
+        log(f"timed out waiting for {what}")
+        return False
+    return True
 
 
 def print_log_and_counters(daemon: dict[str, Any], counters: dict[str, Any] | None) -> None:

@@ -74,7 +74,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from daemon_rig import Rig, add_daemon_options, daemon_run, run_and_emit
+from daemon_rig import Rig, add_daemon_options, add_set_option, daemon_run, run_and_emit
 from fuzzing.case import MAX_TEXT_CHARS
 from fuzzing.client import Client
 from fuzzing.mix import HEAVY
@@ -133,13 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the daemon's queue.max_text_chars (when changed with --set)",
     )
     add("--progress-every", type=int, default=1000, help=argparse.SUPPRESS)
-    add(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="passed to the daemon's `edge-ttsd run --set` (repeatable)",
-    )
+    add_set_option(parser)
     add_daemon_options(parser)
     args = parser.parse_args(argv)
     if min(args.window, args.reject_window, args.alone_batch, args.requests) < 1:

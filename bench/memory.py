@@ -63,14 +63,12 @@ import itertools
 import json
 import os
 import random
-import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,9 +82,12 @@ from daemon_rig import (  # noqa: E402 - bench/ is the script's own directory
     MB,
     Rig,
     add_daemon_options,
+    daemon_run,
     fmt,
     log,
     machine_info,
+    process_until,
+    record_events,
     run_and_emit,
     voice_check,
 )
@@ -336,16 +337,7 @@ class Driver:
         return done
 
     def until(self, condition: Callable[[], bool], timeout: float, what: str) -> bool:
-        def check() -> bool:
-            self.process()
-            return condition()
-
-        try:
-            self.rec.wait_for(check, timeout)
-        except AssertionError:
-            log(f"  timed out waiting for {what}")
-            return False
-        return True
+        return process_until(self.rec, self.process, condition, timeout, what)
 
     def telemetry_after(self, after: float, timeout: float = 30) -> dict[str, Any] | None:
         """The first telemetry message received after `after` (monotonic)."""
@@ -426,34 +418,6 @@ class Driver:
         }
 
 
-@contextlib.contextmanager
-def daemon(device: str, settings: dict[str, Any], keep: bool) -> Iterator[tuple[Rig, Recorder]]:
-    """Mosquitto, a recorder on the events and telemetry topics, the daemon (Rig: preload,
-    wav-dir, telemetry every 5 s) with `settings`; all stopped on leaving."""
-    root = Path(tempfile.mkdtemp(prefix=f"tt{device[:2]}-"))  # short: unix socket paths
-    rig = Rig(root, device, settings=settings)
-    recorder: Recorder | None = None
-    try:
-        rig.start_broker()
-        recorder = Recorder(rig.port, [rig.topic("events"), rig.topic("telemetry")])
-        rig.start_daemon(ready_timeout=300)
-        yield rig, recorder
-        rig.same_pid_at_end = rig.same_process()
-    except BaseException:
-        if rig.daemon is not None:
-            log(f"--- daemon log ---\n{rig.daemon.log()[-3000:]}")
-        raise
-    finally:
-        if recorder is not None:
-            recorder.close()
-        rig.stop()
-        rig.log_report = rig.log_summary()
-        text = rig.daemon.log() if rig.daemon is not None else ""
-        rig.log_report["warning_lines"] = [ln for ln in text.splitlines() if " WARNING " in ln][:5]
-        if not keep:
-            shutil.rmtree(root, ignore_errors=True)
-
-
 def r1(value: float | None) -> float | None:
     return None if value is None else round(value, 1)
 
@@ -498,7 +462,8 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {"config": settings, "requests": len(plan)}
     result["classes"] = dict(Counter(cls for cls, _ in plan))
     started = time.monotonic()
-    with daemon(device, settings, args.keep) as (rig, rec):
+    run = daemon_run(device, (), args.keep, record_events, settings, ready_timeout=300)
+    with run as (rig, rec):
         assert rig.pid is not None
         pid = rig.pid
         ready_s = proc_status(pid)

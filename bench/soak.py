@@ -56,10 +56,13 @@ from daemon_rig import (  # noqa: E402 - bench/ is the script's own directory
     FINAL,
     Rig,
     add_daemon_options,
+    add_set_option,
     daemon_run,
     fmt,
     log,
     print_log_and_counters,
+    process_until,
+    record_events,
     run_and_emit,
     slope,
     stats,
@@ -264,18 +267,7 @@ class Soak:
             self.await_telemetry(after=time.monotonic())
 
     def until(self, condition: Callable[[], bool], timeout: float, what: str) -> bool:
-        """Process messages until `condition` holds (True) or `timeout` passes (False)."""
-
-        def check() -> bool:
-            self.process()
-            return condition()
-
-        try:
-            self.rec.wait_for(check, timeout)
-        except AssertionError:
-            log(f"timed out waiting for {what}")
-            return False
-        return True
+        return process_until(self.rec, self.process, condition, timeout, what)
 
     def await_telemetry(self, after: float) -> None:
         self.until(lambda: self.telemetry_at > after, 20, "fresh telemetry")
@@ -543,10 +535,7 @@ def print_report(r: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    def connect(rig: Rig) -> Recorder:
-        return Recorder(rig.port, [rig.topic("events"), rig.topic("telemetry")])
-
-    with daemon_run("soak", args.set, args.keep, connect) as (rig, rec):
+    with daemon_run("soak", args.set, args.keep, record_events) as (rig, rec):
         soak = Soak(args, rig, rec)
         soak.await_telemetry(after=0.0)
         log(f"soak: {args.requests} requests, window {args.window}")
@@ -577,13 +566,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--stall", type=float, default=120.0, help="give up after this long without progress"
     )
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="passed to the daemon's `edge-ttsd run --set` (repeatable)",
-    )
+    add_set_option(parser)
     add_daemon_options(parser)
     args = parser.parse_args(argv)
     if args.window < 1 or args.requests < 1:
