@@ -438,12 +438,22 @@ def machine_info(load_before: tuple[float, float, float]) -> dict[str, Any]:
     for line in lscpu.splitlines():
         if line.startswith("Model name:"):
             model = line.split(":", 1)[1].strip()
+    flags = Path("/proc/cpuinfo").read_text().split()
     return {
         "cpu": model,
         "cpus": os.cpu_count(),
+        "avx512_vnni": "avx512_vnni" in flags,  # onnxruntime's fast INT8 kernels need it
         "python": platform.python_version(),
         "onnxruntime": onnxruntime.__version__,
         "numpy": numpy.__version__,
         "loadavg_start": [round(x, 2) for x in load_before],
         "loadavg_end": [round(x, 2) for x in os.getloadavg()],
     }
+
+
+def machine_line(m: dict[str, Any]) -> str:
+    """machine_info's result, in one line for a report."""
+    return (
+        f"machine: {m['cpu']}, {m['cpus']} CPUs, AVX512-VNNI {m['avx512_vnni']}, onnxruntime "
+        f"{m['onnxruntime']}; load average {m['loadavg_start']} -> {m['loadavg_end']}"
+    )

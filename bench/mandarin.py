@@ -45,17 +45,14 @@ short and a long sentence (independent of length), steady RSS with both voices <
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import platform
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -64,7 +61,15 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from report_io import add_output_options, emit  # noqa: E402 - bench/ is the script's own directory
+from daemon_rig import (  # noqa: E402 - bench/ is the script's own directory
+    Rig,
+    daemon_run,
+    machine_info,
+    machine_line,
+)
+from report_io import add_output_options, emit  # noqa: E402
+
+from tests.support.broker import Recorder  # noqa: E402 - needs the repo root on sys.path
 
 DEFAULT_VOICE_DIR = Path("/var/cache/edge-tts-ci/voices/zh-baker")
 FINAL = ("finished", "rejected", "expired", "interrupted", "duplicate")
@@ -442,31 +447,14 @@ def english_alone(args: argparse.Namespace) -> dict[str, float]:
 # --- through the real daemon (--e2e) ----------------------------------------------------------
 
 
-@contextlib.contextmanager
-def daemon(device: str, settings: dict[str, Any]) -> Iterator[tuple[Any, Any]]:
+def daemon(device: str, settings: dict[str, Any]) -> AbstractContextManager[tuple[Rig, Recorder]]:
     """Mosquitto, a recorder on the events topic, the daemon (wav-dir sink, preload) with
-    `settings` merged into its config; all stopped on leaving."""
-    from daemon_rig import Rig
+    `settings` merged into its config; all stopped on leaving (daemon_rig.daemon_run)."""
 
-    from tests.support.broker import Recorder
+    def connect(rig: Rig) -> Recorder:
+        return Recorder(rig.port, [rig.topic("events")])
 
-    root = Path(tempfile.mkdtemp(prefix=f"tt{device[:2]}-"))  # short: unix socket paths
-    rig = Rig(root, device, settings=settings)
-    recorder: Any = None
-    try:
-        rig.start_broker()
-        recorder = Recorder(rig.port, [rig.topic("events")])
-        rig.start_daemon()
-        yield rig, recorder
-    except BaseException:
-        if rig.daemon is not None:
-            log(f"--- daemon log ---\n{rig.daemon.log()[-3000:]}")
-        raise
-    finally:
-        if recorder is not None:
-            recorder.close()
-        rig.stop()
-        shutil.rmtree(root, ignore_errors=True)
+    return daemon_run(device, (), False, connect, settings)
 
 
 def await_final(recorder: Any, topic: str, rid: str, seen: int, timeout: float) -> dict[str, Any]:
@@ -548,28 +536,6 @@ def e2e(args: argparse.Namespace) -> dict[str, Any]:
 # --- report -------------------------------------------------------------------------------
 
 
-def machine(load_before: tuple[float, float, float]) -> dict[str, Any]:
-    import numpy
-    import onnxruntime
-
-    model = platform.machine()
-    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-    for line in lscpu.splitlines():
-        if line.startswith("Model name:"):
-            model = line.split(":", 1)[1].strip()
-    flags = Path("/proc/cpuinfo").read_text().split()
-    return {
-        "cpu": model,
-        "cpus": os.cpu_count(),
-        "avx512_vnni": "avx512_vnni" in flags,
-        "python": platform.python_version(),
-        "onnxruntime": onnxruntime.__version__,
-        "numpy": numpy.__version__,
-        "loadavg_start": [round(x, 2) for x in load_before],
-        "loadavg_end": [round(x, 2) for x in os.getloadavg()],
-    }
-
-
 def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
     classes = result["in_process"]["classes"]
     rss = result["in_process"]["rss_mb"]["steady_after_runs"]
@@ -597,10 +563,7 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 def print_report(result: dict[str, Any]) -> None:
     m = result["machine"]
-    print(
-        f"machine: {m['cpu']}, {m['cpus']} CPUs, AVX512-VNNI {m['avx512_vnni']}, onnxruntime "
-        f"{m['onnxruntime']}; load average {m['loadavg_start']} -> {m['loadavg_end']}"
-    )
+    print(machine_line(m))
     if "in_process" in result:
         print_engine(result)
     if "e2e" in result:
@@ -712,7 +675,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result["in_process"] = in_process(args)
     if args.e2e or args.e2e_only:
         result["e2e"] = e2e(args)
-    result["machine"] = machine(load_before)
+    result["machine"] = machine_info(load_before)
     result["targets"] = targets(result) if "in_process" in result else []
     emit(result, args.out, args.json, print_report)
     return 0

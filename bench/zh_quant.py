@@ -54,7 +54,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -71,7 +70,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from report_io import add_output_options, emit  # noqa: E402 - bench/ is the script's own directory
+from daemon_rig import machine_info, machine_line  # noqa: E402 - bench/ is the script's own directory
+from report_io import add_output_options, emit  # noqa: E402
 
 DEFAULT_VOICE_DIR = Path("/var/cache/edge-tts-ci/voices/zh-baker")
 MB = 1e6
@@ -724,28 +724,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.rss:
         log("RSS, one fresh process per option")
         result["rss"] = rss(args, list(pipelines))
-    result["machine"] = machine(load_before)
+    result["machine"] = machine_info(load_before)
     return result
-
-
-def machine(load_before: tuple[float, float, float]) -> dict[str, Any]:
-    import onnxruntime
-
-    model = platform.machine()
-    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-    for line in lscpu.splitlines():
-        if line.startswith("Model name:"):
-            model = line.split(":", 1)[1].strip()
-    flags = Path("/proc/cpuinfo").read_text().split()
-    return {
-        "cpu": model,
-        "cpus": os.cpu_count(),
-        "avx512_vnni": "avx512_vnni" in flags,
-        "python": platform.python_version(),
-        "onnxruntime": onnxruntime.__version__,
-        "loadavg_start": [round(x, 2) for x in load_before],
-        "loadavg_end": [round(x, 2) for x in os.getloadavg()],
-    }
 
 
 def print_report(r: dict[str, Any]) -> None:
@@ -754,10 +734,7 @@ def print_report(r: dict[str, Any]) -> None:
         f"Mandarin voice, INT8 options vs as imported: {r['sentences']} sentences, "
         f"{r['rounds']} speed rounds, interleaved"
     )
-    print(
-        f"machine: {m['cpu']}, {m['cpus']} CPUs, AVX512-VNNI {m['avx512_vnni']}, onnxruntime "
-        f"{m['onnxruntime']}; load average {m['loadavg_start']} -> {m['loadavg_end']}"
-    )
+    print(machine_line(m))
     for name, err in r["not_built"].items():
         print(f"  {name}: not built: {err}")
     print(
