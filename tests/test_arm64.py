@@ -81,6 +81,7 @@ from .support.arm64 import (
 )
 from .support.rootfs import (
     CACHE,
+    VENV,
     SecureBroker,
     attach_caches,
     cached_root_tarball,
@@ -89,12 +90,12 @@ from .support.rootfs import (
     snapshot_sources,
     umount_all,
     unpack_root,
+    venv_reports,
     write_inventory,
 )
 
 pytestmark = pytest.mark.slow
 
-VENV = "/opt/edge-tts/venv"
 INT8 = "/var/lib/edge-tts/voices/en_US-joe-medium.int8.onnx"
 # Short on purpose: 1.1 s of speech, which takes 15-50 s per build emulated.
 SENTENCE = "Front door open."
@@ -173,16 +174,15 @@ def test_the_root_is_aarch64_and_its_venv_imports_the_package(arm64_root: Arm64R
     root = arm64_root.root
     uname = in_root(root, "uname", "-m")
     assert uname.stdout.strip() == "aarch64", uname.stdout + uname.stderr
-    imported = in_root(
+    machine, version, onnxruntime, where = venv_reports(
         root,
-        f"{VENV}/bin/python",
-        "-c",
-        "import importlib.metadata as m, platform, edge_tts, onnxruntime;"
-        "print(platform.machine(), m.version('edge-tts-daemon'), onnxruntime.__version__,"
-        " onnxruntime.__file__)",
+        "importlib.metadata as m, platform, edge_tts, onnxruntime",
+        "platform.machine()",
+        "m.version('edge-tts-daemon')",
+        "onnxruntime.__version__",
+        "onnxruntime.__file__",
+        timeout=300,  # emulated: in_root's timeout
     )
-    assert imported.returncode == 0, imported.stderr
-    machine, version, onnxruntime, where = imported.stdout.split()
     assert machine == "aarch64" and "+src." in version
     assert onnxruntime == metadata.version("onnxruntime")  # the controller's pin
     # onnxruntime's native library is an aarch64 ELF (e_machine 183), not something emulated

@@ -43,6 +43,7 @@ SUITE = "bookworm"
 DEVICE = "ci-pi"
 PASSWORD = "ci-secret-1"
 PLAYBOOK_TIMEOUT_S = 1800
+VENV = "/opt/edge-tts/venv"  # where the playbook installs the daemon
 
 
 def ansible_tool(name: str) -> str:
@@ -72,6 +73,16 @@ def run(
     return subprocess.run(
         cmd, capture_output=True, text=True, timeout=timeout, check=False, cwd=cwd, env=env
     )
+
+
+def venv_reports(root: Path, imports: str, *fields: str, timeout: float = 120) -> list[str]:
+    """The installed venv's python, in the root (chroot, Ansible's clean environment):
+    `import IMPORTS; print(FIELDS...)`; asserts it ran, returns the printed fields."""
+    code = f"import {imports}; print({', '.join(fields)})"
+    cmd = ["chroot", str(root), f"{VENV}/bin/python", "-c", code]
+    result = run(cmd, timeout, env=ansible_env())
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split()
 
 
 def require_root_and_tools() -> None:
