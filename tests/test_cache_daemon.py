@@ -25,6 +25,7 @@ from edge_tts.voice.model import Voice
 from .support.broker import Broker, Recorder
 from .support.daemon_proc import DaemonProcess, daemon_config
 from .support.disk import fill, small_tmpfs
+from .support.texts import LONG_TEXTS
 from .support.waiting import REQUEST_TIMEOUT_S, wait_until
 
 pytestmark = pytest.mark.slow
@@ -34,14 +35,7 @@ EVENTS = "edge-tts/testpi/events"
 TELEMETRY = "edge-tts/testpi/telemetry"
 PHRASE = "The garage door is open."  # one chunk
 PRERENDERED = r"Phrases pre-rendered: (\d+) of (\d+) chunks cached"
-LONG_PHRASES = [  # several chunks each: the pre-renderer is busy for a while
-    "The washing machine in the basement has finished its cycle, the dryer will start in "
-    "ten minutes, and the laundry room lights will switch off automatically afterwards.",
-    "Please remember to take your keys, close the garage door, switch off the lights in "
-    "the kitchen and lock the back door before you leave for the airport this afternoon.",
-    "Motion was detected in the backyard near the shed at eleven forty-two PM, and the "
-    "camera recorded a short clip that you can review in the app when you have a moment.",
-]
+LONG_PHRASES = list(LONG_TEXTS[:3])  # several chunks each: the pre-renderer is busy a while
 
 
 class Rig:

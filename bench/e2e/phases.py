@@ -11,6 +11,7 @@ from typing import Any
 from daemon_rig import log, stats
 
 from tests.support.broker import Recorder
+from tests.support.texts import LONG_TEXTS
 
 from .rig import SETTLE_S, Daemon
 
@@ -19,16 +20,6 @@ SHORT_TEXTS = (  # one chunk each, as long as the long texts' first chunks (abou
     "The washing machine has finished its cycle.",
     "The freezer door has been open for five minutes.",
     "Package delivered to the front porch.",
-)
-LONG_TEXTS = (  # long first sentences: the clause splitter must keep the first chunk short
-    "The washing machine in the basement has finished its cycle, the dryer will start in "
-    "ten minutes, and the laundry room lights will switch off automatically afterwards.",
-    "Please remember to take your keys, close the garage door, switch off the lights in "
-    "the kitchen and lock the back door before you leave for the airport this afternoon.",
-    "Motion was detected in the backyard near the shed at eleven forty-two PM, and the "
-    "camera recorded a short clip that you can review in the app when you have a moment.",
-    "The temperature in the living room has dropped to seventeen degrees Celsius, so the "
-    "heating will switch on now and run until the room reaches twenty-one degrees again.",
 )
 RSS_TEXTS = (
     "Message {i}.",

@@ -1,0 +1,16 @@
+"""Announcements shared by the tests and the benchmarks (bench/e2e/phases.py)."""
+
+from __future__ import annotations
+
+# Long first sentences, several chunks each: the clause splitter must keep the first chunk
+# short, and pre-rendering them keeps the pre-renderer busy for a while.
+LONG_TEXTS = (
+    "The washing machine in the basement has finished its cycle, the dryer will start in "
+    "ten minutes, and the laundry room lights will switch off automatically afterwards.",
+    "Please remember to take your keys, close the garage door, switch off the lights in "
+    "the kitchen and lock the back door before you leave for the airport this afternoon.",
+    "Motion was detected in the backyard near the shed at eleven forty-two PM, and the "
+    "camera recorded a short clip that you can review in the app when you have a moment.",
+    "The temperature in the living room has dropped to seventeen degrees Celsius, so the "
+    "heating will switch on now and run until the room reaches twenty-one degrees again.",
+)
