@@ -1,6 +1,7 @@
 """The daemon's MQTT connection over time: connect, announce, subscribe, manual ack,
 publish, reconnect, and the fallback from MQTT 5 to 3.1.1. How its paho client is built
-(login, TLS, session, last will) is `mqtt_client`'s.
+(login, TLS, session, last will) is `mqtt_client`'s; which topics it subscribes to and
+when the broker's answer means serving, `mqtt_subscriptions`'.
 
 Callbacks only turn a message into an `Inbound` and hand it on; nothing heavy runs on
 paho's network thread, and no exception may escape into it (paho would re-raise it and
@@ -24,6 +25,7 @@ from paho.mqtt.reasoncodes import ReasonCode
 from . import mqtt_client
 from .config import BrokerSettings
 from .messages.request import Envelope
+from .mqtt_subscriptions import Subscriptions
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -41,6 +43,18 @@ class _StopNoise(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not (self.stopping and "Client is not connected" in record.getMessage())
+
+
+def guard(handler: Callable[..., None]) -> Callable[..., None]:
+    """`handler` as a paho callback: what it raises is logged, never passed to paho."""
+
+    def guarded(*args: Any) -> None:
+        try:
+            handler(*args)
+        except Exception:  # an exception here would kill paho's network thread
+            _LOGGER.exception("MQTT callback %s failed", handler.__name__)
+
+    return guarded
 
 
 @dataclass(frozen=True)
@@ -63,16 +77,14 @@ class MqttLink:
     ):
         self._broker = broker
         self._client_id = client_id
-        self._subscriptions = subscriptions
-        # Outside the daemon's own topics (Home Assistant's status), where a broker ACL
-        # may refuse them: logged, but the daemon serves without them.
-        self._optional = list(optional)
+        # `optional`: outside the daemon's own topics (Home Assistant's status), where a
+        # broker ACL may refuse them: logged, but the daemon serves without them.
+        self._subscriptions = Subscriptions(subscriptions, optional)
         self._availability = availability_topic
         self._on_message = on_message
         self._lock = threading.Lock()
         self._generation = 0
         self._connected = threading.Event()
-        self._pending_subscribe: int | None = None
         self._protocol = mqtt_client.protocol_of(broker)
         self.connects = 0
         self.on_connected: Callable[[], None] | None = None
@@ -178,20 +190,11 @@ class MqttLink:
         client = mqtt_client.session_client(
             self._broker, self._client_id, self._protocol, self._availability
         )
-        client.on_connect = self._guard(self._handle_connect)
-        client.on_disconnect = self._guard(self._handle_disconnect)
-        client.on_message = self._guard(self._handle_message)
-        client.on_subscribe = self._guard(self._handle_subscribe)
+        client.on_connect = guard(self._handle_connect)
+        client.on_disconnect = guard(self._handle_disconnect)
+        client.on_message = guard(self._handle_message)
+        client.on_subscribe = guard(self._handle_subscribe)
         return client
-
-    def _guard(self, handler: Callable[..., None]) -> Callable[..., None]:
-        def guarded(*args: Any) -> None:
-            try:
-                handler(*args)
-            except Exception:  # an exception here would kill paho's network thread
-                _LOGGER.exception("MQTT callback %s failed", handler.__name__)
-
-        return guarded
 
     def _handle_connect(
         self,
@@ -221,10 +224,7 @@ class MqttLink:
         )
         client.publish(self._availability, "online", qos=1, retain=True)
         # Connected means "serving": only once the broker has granted every subscription.
-        topics = [*self._subscriptions, *self._optional]
-        result, mid = mqtt_client.subscribe(client, self._protocol, topics)
-        with self._lock:
-            self._pending_subscribe = mid if result == mqtt.MQTT_ERR_SUCCESS else None
+        self._subscriptions.subscribe(client, self._protocol)
 
     def _handle_subscribe(
         self,
@@ -234,21 +234,10 @@ class MqttLink:
         reasons: list[ReasonCode],
         _props: Properties | None,
     ) -> None:
-        with self._lock:
-            if mid != self._pending_subscribe:
-                return
-            self._pending_subscribe = None
-        required = len(self._subscriptions)  # SUBACK answers in the order subscribed
-        refused = [str(r) for r in reasons[:required] if r.is_failure]
-        if refused:
-            _LOGGER.error("Broker refused subscriptions %s: %s", self._subscriptions, refused)
-            return
-        for topic, reason in zip(self._optional, reasons[required:], strict=False):
-            if reason.is_failure:
-                _LOGGER.warning("Broker refused %s: %s; serving without it", topic, reason)
-        self._connected.set()
-        if self.on_connected is not None:
-            self.on_connected()
+        if self._subscriptions.granted(mid, reasons):
+            self._connected.set()
+            if self.on_connected is not None:
+                self.on_connected()
 
     def _handle_disconnect(
         self,

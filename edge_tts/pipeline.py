@@ -2,36 +2,29 @@
 
 Threads: `synth-1..N` synthesize chunks (the playing request's next chunks first, then
 the first chunk of the request that will play next; `schedule.py` decides); `playback`
-writes them to the audio output in order. The MQTT thread only calls `submit()`, which
-never blocks. The daemon and `edge-ttsd say` both play through this class.
+writes them to the audio output in order (`playback.py`). The MQTT thread only calls
+`submit()`, which never blocks. The daemon and `edge-ttsd say` both play through this
+class.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
-from collections.abc import Callable
 
-import numpy as np
-
-from .audio.output import AudioOutput, AudioUnavailableError, Utterance
+from .audio.output import AudioOutput
 from .cache.serving import ChunkAudio, PhraseCache
 from .config import QueueSettings, SynthesisSettings
 from .jobs import Chunk, Job, PlanTask, Played, Reporter, StepTask
+from .playback import Playback, report_safely
 from .routing import Router
 from .schedule import Schedule
 from .synthesis import render
 from .telemetry import Telemetry
 from .text import EmptyTextError
-from .voice.model import release_free_memory
 
 _LOGGER = logging.getLogger(__name__)
-
-TRIM_AFTER_CHUNKS = 4  # return freed memory to the OS after a request this long, when idle
-END_TIMEOUT_S = 30.0  # for the output to play a request's last frames
-_POLL_S = 0.1  # how often a waiting playback thread re-checks stop and cancel
 
 
 class Pipeline:
@@ -58,12 +51,21 @@ class Pipeline:
         self.cache = cache
         self._stop = threading.Event()
         self.schedule = Schedule(queue_settings.size, output, self._stop)
+        self.playback = Playback(
+            self.schedule,
+            self._stop,
+            output=output,
+            output_rate=output_rate,
+            reporter=reporter,
+            telemetry=telemetry,
+            played=played,
+        )
         self._threads = [
             threading.Thread(target=self._synth_loop, name=f"synth-{i + 1}", daemon=True)
             for i in range(synthesis.max_concurrent)
         ]
         self._threads.append(
-            threading.Thread(target=self._playback_loop, name="playback", daemon=True)
+            threading.Thread(target=self.playback.run, name="playback", daemon=True)
         )
 
     # --- control -------------------------------------------------------------------
@@ -81,7 +83,7 @@ class Pipeline:
             thread.join(timeout)
         for job in unplayed:
             if not job.concluded:
-                self._report(self.reporter.deferred, job)
+                report_safely(self.reporter.deferred, job)
 
     def alive(self) -> bool:
         return not self._stop.is_set() and all(t.is_alive() for t in self._threads)
@@ -191,111 +193,3 @@ class Pipeline:
             return None
         chunk.cached = audio.cached
         return audio
-
-    # --- playback ----------------------------------------------------------------------
-
-    def _playback_loop(self) -> None:
-        while not self._stop.is_set():
-            job = self.schedule.next_job()
-            if job is None:
-                continue
-            try:
-                self._play(job)
-            except Exception as err:  # one job's failure is reported; the thread goes on
-                _LOGGER.exception("Playback of %s failed", job.request.id)
-                self.telemetry.count("errors")
-                if not job.concluded:
-                    self._report(
-                        self.reporter.rejected, job, f"internal error during playback: {err}"
-                    )
-            finally:
-                idle = self.schedule.job_done()
-            if idle and len(job.chunks or ()) > TRIM_AFTER_CHUNKS:
-                # A long request leaves freed heap behind (audio pieces, encoder buffers);
-                # glibc keeps it unless asked, and RSS would stay at the burst's peak.
-                release_free_memory()
-
-    def _play(self, job: Job) -> None:
-        request = job.request
-        if request.expired():
-            self.reporter.expired(job)
-            return
-        job.started_at = time.monotonic()
-        self.telemetry.observe("queue_wait_ms", (job.started_at - request.received_at) * 1000)
-        if not self._wait(job.planned, job):
-            # Interrupted before it was planned: no worker plans an interrupted job, so
-            # waiting on without the job's cancel event was a deadlock (found by fuzzing).
-            if job.interrupted_by and not self._stop.is_set():
-                self.reporter.interrupted(job, job.interrupted_by)
-            return
-        if job.plan_error is not None:
-            self.reporter.rejected(job, job.plan_error)
-            return
-        job.utterance = Utterance(request_id=request.id, sample_rate=self.output_rate)
-        try:
-            self.output.begin(job.utterance)
-            self._play_chunks(job)
-        except AudioUnavailableError as err:  # at the start, or failing on the way
-            self.reporter.rejected(job, f"audio output unavailable: {err}")
-
-    def _play_chunks(self, job: Job) -> None:
-        assert job.chunks is not None
-        for chunk in job.chunks:
-            if not self._play_chunk(job, chunk):
-                break
-            self.schedule.chunk_played(job)
-        self._conclude(job)
-
-    def _play_chunk(self, job: Job, chunk: Chunk) -> bool:
-        """Write a chunk's pieces as they come; False when playback must stop."""
-        assert job.utterance is not None
-        if not self._wait(chunk.ready, job):
-            return False
-        while True:
-            pcm = self._next_piece(chunk, job)
-            if pcm is None:
-                return chunk.error is None and not job.cancel.is_set() and not self._stop.is_set()
-            if job.audio_seconds == 0.0:
-                self.reporter.started(job)
-                job.first_written_at = time.monotonic()
-            if not self.output.write(job.utterance, pcm, job.cancel):
-                return False
-            job.audio_seconds += len(pcm) / self.output_rate
-
-    def _next_piece(self, chunk: Chunk, job: Job) -> np.ndarray | None:
-        while not (self._stop.is_set() or job.cancel.is_set()):
-            try:
-                return chunk.pieces.get(timeout=_POLL_S)
-            except queue.Empty:
-                continue
-        return None
-
-    def _conclude(self, job: Job) -> None:
-        assert job.chunks is not None and job.utterance is not None
-        done = job.played_chunks == len(job.chunks)
-        if done:
-            done = self.output.end(job.utterance, job.cancel, timeout=END_TIMEOUT_S)
-        if self._stop.is_set() and not job.interrupted_by:
-            return  # shutdown: not acknowledged, so it plays again after restart; stop() says so
-        if job.interrupted_by:
-            self.reporter.interrupted(job, job.interrupted_by)
-        elif not done:
-            failed = next((c.error for c in job.chunks if c.error), None)
-            self.reporter.rejected(job, failed or "audio output failed during playback")
-        else:
-            # Remembered even without a sender id: a redelivered copy (DUP) then matches.
-            self.played.add(job.request.key)
-            self.reporter.finished(job)
-
-    def _report(self, method: Callable[..., None], job: Job, *args: object) -> None:
-        """Report from a place that must not raise (an error handler, shutdown)."""
-        try:
-            method(job, *args)
-        except Exception:
-            _LOGGER.exception("Reporting the fate of %s failed", job.request.id)
-
-    def _wait(self, event: threading.Event, job: Job) -> bool:
-        while not event.wait(_POLL_S):
-            if self._stop.is_set() or job.cancel.is_set():
-                return False
-        return True

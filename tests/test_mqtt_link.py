@@ -15,7 +15,7 @@ from paho.mqtt.reasoncodes import ReasonCode
 from edge_tts.config import BrokerSettings, TlsSettings
 from edge_tts.messages.request import Envelope
 from edge_tts.mqtt_client import new_client
-from edge_tts.mqtt_link import Inbound, MqttLink
+from edge_tts.mqtt_link import Inbound, MqttLink, guard
 
 
 def link(received: list[Inbound] | None = None, broker: BrokerSettings | None = None) -> MqttLink:
@@ -28,7 +28,7 @@ def test_a_failing_callback_never_reaches_paho(caplog: pytest.LogCaptureFixture)
     def boom(*_: object) -> None:
         raise RuntimeError("bug in a handler")
 
-    guarded = link()._guard(boom)
+    guarded = guard(boom)
     with caplog.at_level(logging.ERROR):
         guarded(None, None, None)  # paho's thread would die if this raised
     assert "bug in a handler" in caplog.text
@@ -108,7 +108,7 @@ def subscribed(reasons: list[int]) -> MqttLink:
         received.append,
         ["ha/status"],
     )
-    mqtt_link._pending_subscribe = 5
+    mqtt_link._subscriptions._pending = 5  # the mid of its SUBSCRIBE
     codes = [ReasonCode(PacketTypes.SUBACK, identifier=code) for code in reasons]
     mqtt_link._handle_subscribe(mqtt_link._client, None, 5, codes, None)
     return mqtt_link

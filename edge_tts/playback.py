@@ -1,0 +1,160 @@
+"""The pipeline's `playback` thread: one job at a time, highest priority first, its
+chunks written to the audio output as the synthesis workers produce them, and the job's
+final event once it is over (finished, rejected, expired, interrupted).
+
+It waits on the synthesis (a chunk's `ready` and `pieces`), never runs it; what the
+workers do and when is `pipeline.py`'s and `schedule.py`'s.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from .audio.output import AudioOutput, AudioUnavailableError, Utterance
+from .jobs import Chunk, Job, Played, Reporter
+from .schedule import Schedule
+from .telemetry import Telemetry
+from .voice.model import release_free_memory
+
+_LOGGER = logging.getLogger(__name__)
+
+TRIM_AFTER_CHUNKS = 4  # return freed memory to the OS after a request this long, when idle
+END_TIMEOUT_S = 30.0  # for the output to play a request's last frames
+_POLL_S = 0.1  # how often a waiting playback thread re-checks stop and cancel
+
+
+class Playback:
+    def __init__(
+        self,
+        schedule: Schedule,
+        stop: threading.Event,
+        *,
+        output: AudioOutput,
+        output_rate: int,
+        reporter: Reporter,
+        telemetry: Telemetry,
+        played: Played,
+    ) -> None:
+        self.schedule = schedule
+        self._stop = stop
+        self.output = output
+        self.output_rate = output_rate
+        self.reporter = reporter
+        self.telemetry = telemetry
+        self.played = played
+
+    def run(self) -> None:
+        """The thread's loop, until the pipeline stops."""
+        while not self._stop.is_set():
+            job = self.schedule.next_job()
+            if job is None:
+                continue
+            try:
+                self._play(job)
+            except Exception as err:  # one job's failure is reported; the thread goes on
+                _LOGGER.exception("Playback of %s failed", job.request.id)
+                self.telemetry.count("errors")
+                if not job.concluded:
+                    report_safely(
+                        self.reporter.rejected, job, f"internal error during playback: {err}"
+                    )
+            finally:
+                idle = self.schedule.job_done()
+            if idle and len(job.chunks or ()) > TRIM_AFTER_CHUNKS:
+                # A long request leaves freed heap behind (audio pieces, encoder buffers);
+                # glibc keeps it unless asked, and RSS would stay at the burst's peak.
+                release_free_memory()
+
+    def _play(self, job: Job) -> None:
+        request = job.request
+        if request.expired():
+            self.reporter.expired(job)
+            return
+        job.started_at = time.monotonic()
+        self.telemetry.observe("queue_wait_ms", (job.started_at - request.received_at) * 1000)
+        if not self._wait(job.planned, job):
+            # Interrupted before it was planned: no worker plans an interrupted job, so
+            # waiting on without the job's cancel event was a deadlock (found by fuzzing).
+            if job.interrupted_by and not self._stop.is_set():
+                self.reporter.interrupted(job, job.interrupted_by)
+            return
+        if job.plan_error is not None:
+            self.reporter.rejected(job, job.plan_error)
+            return
+        job.utterance = Utterance(request_id=request.id, sample_rate=self.output_rate)
+        try:
+            self.output.begin(job.utterance)
+            self._play_chunks(job)
+        except AudioUnavailableError as err:  # at the start, or failing on the way
+            self.reporter.rejected(job, f"audio output unavailable: {err}")
+
+    def _play_chunks(self, job: Job) -> None:
+        assert job.chunks is not None
+        for chunk in job.chunks:
+            if not self._play_chunk(job, chunk):
+                break
+            self.schedule.chunk_played(job)
+        self._conclude(job)
+
+    def _play_chunk(self, job: Job, chunk: Chunk) -> bool:
+        """Write a chunk's pieces as they come; False when playback must stop."""
+        assert job.utterance is not None
+        if not self._wait(chunk.ready, job):
+            return False
+        while True:
+            pcm = self._next_piece(chunk, job)
+            if pcm is None:
+                return chunk.error is None and not job.cancel.is_set() and not self._stop.is_set()
+            if job.audio_seconds == 0.0:
+                self.reporter.started(job)
+                job.first_written_at = time.monotonic()
+            if not self.output.write(job.utterance, pcm, job.cancel):
+                return False
+            job.audio_seconds += len(pcm) / self.output_rate
+
+    def _next_piece(self, chunk: Chunk, job: Job) -> np.ndarray | None:
+        while not (self._stop.is_set() or job.cancel.is_set()):
+            try:
+                return chunk.pieces.get(timeout=_POLL_S)
+            except queue.Empty:
+                continue
+        return None
+
+    def _conclude(self, job: Job) -> None:
+        assert job.chunks is not None and job.utterance is not None
+        done = job.played_chunks == len(job.chunks)
+        if done:
+            done = self.output.end(job.utterance, job.cancel, timeout=END_TIMEOUT_S)
+        if self._stop.is_set() and not job.interrupted_by:
+            # Shutdown: not acknowledged, so it plays again after restart; the pipeline's
+            # stop() says so (`deferred`).
+            return
+        if job.interrupted_by:
+            self.reporter.interrupted(job, job.interrupted_by)
+        elif not done:
+            failed = next((c.error for c in job.chunks if c.error), None)
+            self.reporter.rejected(job, failed or "audio output failed during playback")
+        else:
+            # Remembered even without a sender id: a redelivered copy (DUP) then matches.
+            self.played.add(job.request.key)
+            self.reporter.finished(job)
+
+    def _wait(self, event: threading.Event, job: Job) -> bool:
+        while not event.wait(_POLL_S):
+            if self._stop.is_set() or job.cancel.is_set():
+                return False
+        return True
+
+
+def report_safely(method: Callable[..., None], job: Job, *args: object) -> None:
+    """Report from a place that must not raise (an error handler, shutdown)."""
+    try:
+        method(job, *args)
+    except Exception:
+        _LOGGER.exception("Reporting the fate of %s failed", job.request.id)
