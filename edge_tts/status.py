@@ -47,8 +47,8 @@ class DaemonStatus:
             "synthesis": self.pipeline.alive,
             "audio": lambda: self.output.alive,
         }
-        if self.wyoming is not None:
-            checks["wyoming"] = lambda: self.wyoming is None or self.wyoming.alive
+        if (wyoming := self.wyoming) is not None:
+            checks["wyoming"] = lambda: wyoming.alive
         return checks
 
     def problems(self) -> list[str]:
@@ -66,6 +66,9 @@ class DaemonStatus:
 
     def line(self) -> str:
         """The status line: systemd's STATUS, the Ready log and the telemetry's `status`."""
+        return self._line(self.problems())
+
+    def _line(self, problems: list[str]) -> str:
         link = "connected" if self.link.connected else "disconnected"
         voice = self.voices.default
         loaded = "loaded" if voice.loaded else "lazy"
@@ -75,7 +78,7 @@ class DaemonStatus:
             f"mqtt {link}; audio {self.output.status}; voice {voice.name} ({loaded}); "
             f"queue {self.pipeline.depth}{state}"
         )
-        return f"degraded: {line}" if self.problems() else line
+        return f"degraded: {line}" if problems else line
 
     def tick(self) -> str:
         """The health tick's status step: retry what failed, say what changed."""
@@ -93,15 +96,16 @@ class DaemonStatus:
                 self.topics.events, event("status", None, status=status, problems=problems)
             )
         self._last_problems = problems
-        return self.line()
+        return self._line(problems)
 
     def gauges(self) -> dict[str, object]:
         self.telemetry.set_counter("underruns", self.output.underruns)
+        problems = self.problems()
         return {
             "device": self.device_id,
-            "status": self.line(),
-            "health": "degraded" if self.problems() else "ok",
-            "problems": self.problems(),
+            "status": self._line(problems),
+            "health": "degraded" if problems else "ok",
+            "problems": problems,
             "audio": self.output.status,
             "queue_depth": self.pipeline.depth,
             "syntheses_in_flight": self.pipeline.in_flight,
