@@ -430,7 +430,7 @@ def open_pipeline(option: Option, voice: Path, work: Path) -> Pipeline:
         config.vocoder.inputs["mel"],
         config.hop_length,
         config.sample_rate,
-        probe_context(vocoder_session, config),
+        probe_context(vocoder_path.read_bytes(), config, 2),
     )
     names = config.acoustic.inputs
     one = np.array([1.0], np.float32)

@@ -3,9 +3,9 @@ proposal (larger windows after the first), side by side.
 
     python bench/zh_windows.py [--voice DIR] [--rounds 3] [--smallest 96] [--out FILE] [--json]
 
-The vocoder (Multi-band MelGAN) needs 24 frames of context on each side of a window
-(edge_tts/voice/vocoder.py's `probe_context`), so a window of n frames costs about n + 48
-frames of work. WindowedVocoder.stream sizes the windows after the first with
+The vocoder (Multi-band MelGAN) needs its receptive field, 31 frames, of context on each
+side of a window (edge_tts/voice/vocoder.py's `probe_context`), so a window of n frames
+costs about n + 62 frames of work. WindowedVocoder.stream sizes the windows after the first with
 windowed.py's `next_window`, whose smallest window is the first one (16 frames): on a
 slow or busy machine the windows stay near 16 frames and the vocoder does ~4x the work of
 one whole-chunk run. The proposal, measured here without changing the runtime: after the
@@ -73,12 +73,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     mel_name = config.acoustic.outputs["mel"]
     mels = [acoustic.run([mel_name], f)[0] for f in acoustic_feeds(args.voice, EVALUATION)]
     share_runtime(2)
+    model = (args.voice / "vocoder.onnx").read_bytes()
     session = onnxruntime.InferenceSession(
-        (args.voice / "vocoder.onnx").read_bytes(),
+        model,
         sess_options=session_options(2, nchwc=False),  # as TwoStageVoice's vocoder
         providers=["CPUExecutionProvider"],
     )
-    context = probe_context(session, config)
+    context = probe_context(model, config, 2)
     vocoder = WindowedVocoder(
         session, config.vocoder.inputs["mel"], config.hop_length, config.sample_rate, context
     )

@@ -180,14 +180,14 @@ class TwoStageVoice:
         config, manifest = voice_dir.verify(self.directory, self._pinned)
         if config != self.config:
             raise ModelIntegrityError(f"{self.directory}: voice.json changed since it was read")
-        acoustic = self._session(config.acoustic.file, manifest)
-        vocoder_session = self._session(config.vocoder.file, manifest, nchwc=False)
+        acoustic = new_session(self._read(config.acoustic.file, manifest), self._threads)
+        vocoder_model = self._read(config.vocoder.file, manifest)
         vocoder = WindowedVocoder(
-            vocoder_session,
+            new_session(vocoder_model, self._threads, nchwc=False),
             self.config.vocoder.inputs["mel"],
             self.config.hop_length,
             self.sample_rate,
-            probe_context(vocoder_session, self.config),
+            probe_context(vocoder_model, self.config, self._threads),
         )
         self.sha256 = manifest.sha256
         release_free_memory()
@@ -200,12 +200,10 @@ class TwoStageVoice:
         )
         return _Sessions(acoustic, vocoder)
 
-    def _session(
-        self, name: str, manifest: voice_dir.Manifest, nchwc: bool = True
-    ) -> onnxruntime.InferenceSession:
+    def _read(self, name: str, manifest: voice_dir.Manifest) -> bytes:
         data = voice_dir.read_file(self.directory, name, manifest)
         check_self_contained(self.directory / name, data)
-        return new_session(data, self._threads, nchwc)
+        return data
 
 
 def bound_symbols(symbols: list[str], limit: int | None) -> list[list[str]]:
