@@ -9,7 +9,7 @@ import json
 import logging
 import socket
 import time
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,8 +35,9 @@ from edge_tts.messages.request import Priority, SayRequest
 from edge_tts.pipeline import Pipeline
 from edge_tts.synthesis import SpeechOptions
 from edge_tts.telemetry import Telemetry
+from edge_tts.text import split_sentences
 from edge_tts.voice.registry import Voices
-from edge_tts.wyoming import WyomingServer, server
+from edge_tts.wyoming import WyomingServer, sentences, server
 from edge_tts.wyoming.info import wyoming_language
 from edge_tts.wyoming.sentences import SentenceBuffer
 
@@ -277,6 +278,32 @@ def test_sentences_are_complete_once_the_next_one_begins() -> None:
     assert buffer.finish() == "Maybe"
     assert buffer.add("前方路口请左转。注意") == ["前方路口请左转。"]
     assert buffer.finish() == "注意"
+
+
+def test_the_work_per_chunk_of_a_stream_does_not_grow_with_its_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """10,000 tiny chunks without a sentence end (100,000 characters can be allowed):
+    each costs its own characters and a short window, not all the text so far."""
+    scanned: list[int] = []
+
+    def counted(split: Callable[[str], T]) -> Callable[[str], T]:
+        def count(text: str) -> T:
+            scanned[-1] += len(text)
+            return split(text)
+
+        return count
+
+    for name in ("split_sentences", "sentence_ends"):
+        original = getattr(sentences, name, split_sentences)
+        monkeypatch.setattr(sentences, name, counted(original), raising=False)
+    buffer = SentenceBuffer()
+    for _ in range(10_000):
+        scanned.append(0)
+        assert buffer.add("la ") == []
+    assert max(scanned) <= 64  # the chunk and the window before it
+    assert buffer.add("la. Next") == [" ".join(["la"] * 10_001) + "."]  # once, whole
+    assert buffer.finish() == "Next"
 
 
 def test_a_sentence_no_voice_reads_ends_the_stream_with_one_error(rig: Rig) -> None:

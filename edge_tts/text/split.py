@@ -86,6 +86,13 @@ def _sentence_ends(text: str) -> list[int]:
     return sorted({*ends, *cjk_ends})
 
 
+def sentence_ends(folded: str) -> list[int]:
+    """Where sentences end (after their marks and closing quotes) in text whose whitespace
+    is folded to single spaces. Each end depends only on the _WORD_WINDOW characters
+    before its marks and the two after them, so a window of a text has the same ends."""
+    return _sentence_ends(folded)
+
+
 def _merge_unspeakable(pieces: list[str]) -> list[str]:
     """Attach punctuation-only pieces to a neighbour instead of returning them alone."""
     merged: list[str] = []

@@ -38,6 +38,7 @@ _LOGGER = logging.getLogger(__name__)
 
 _LINGER_S = 1.0  # after an error: how long, and how much, of the client's input to drop
 _LINGER_BYTES = 1024 * 1024
+STOPPING_NOTICE_S = 2.0  # for the `stopping` error and the linger after it, at most
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,9 @@ class Connection:
             await self.refuse(f"no event for {self.ctx.idle_timeout:g} s", "timeout")
         except ConnectionError as err:
             count_error(self.ctx, self.peer, "%s: connection lost (%s)", err)
+        except asyncio.CancelledError:  # the server stops
+            await self._say_stopping()
+            raise
         finally:
             await self._end_response()
             await self._sender.close()
@@ -89,6 +93,19 @@ class Connection:
         await self._sender.send_error(text, code)
         await self._drop_input()
         await self._sender.close()
+
+    async def _say_stopping(self) -> None:
+        """Tell the client why its connection ends (else it sees only the end), within
+        STOPPING_NOTICE_S: the daemon's stop waits for this."""
+        await self._end_response()
+        _LOGGER.info("Wyoming %s: the server stops; closing", self.peer)
+        told = False
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(STOPPING_NOTICE_S):
+                told = await self._sender.send_error("the server is stopping", "stopping")
+                if told:
+                    await self._drop_input()
+        self._sender.hang_up(flushed=told)
 
     async def _drop_input(self) -> None:
         """Read and drop what the client still sends, for a moment: a socket closed with
@@ -122,10 +139,9 @@ class Connection:
 
     async def _next_event(self) -> Event | None:
         """The next event; TimeoutError after `idle_timeout` without one, unless the
-        client is waiting for audio that is being made (that is not idling). Only the wait
-        for a header is timed: the header's data follows it at once. (A task and
+        client is waiting for audio that is being made (that is not idling). (A task and
         asyncio.wait per event cost 4x the parsing: ~7 ms for a 90-chunk stream, taken
-        from the synthesis of its first sentence on two cores.)"""
+        from the synthesis of its first sentence on two cores; asyncio.timeout is cheap.)"""
         while True:
             try:
                 async with asyncio.timeout(self.ctx.idle_timeout):
@@ -134,7 +150,17 @@ class Connection:
             except TimeoutError:
                 if not self._sender.busy:
                     raise
-        return None if line is None else await read_rest(self.reader, line, self.ctx.max_data)
+        return None if line is None else await self._rest_of_event(line)
+
+    async def _rest_of_event(self, line: bytes) -> Event:
+        """The data and payload the header announced, within `idle_timeout` whatever the
+        client waits for: a client that stops mid-event would hold its slot for good."""
+        try:
+            async with asyncio.timeout(self.ctx.idle_timeout):
+                return await read_rest(self.reader, line, self.ctx.max_data)
+        except TimeoutError:
+            text = f"an event's data did not arrive within {self.ctx.idle_timeout:g} s"
+            raise ClientError(text, "timeout") from None
 
     async def _handle(self, event: Event) -> None:
         kind = event.type

@@ -96,22 +96,40 @@ class Sender:
             task.cancel()
             await asyncio.wait({task}, timeout=_CLOSE_TIMEOUT_S)  # it ends at once
 
-    async def write(self, event: Event) -> None:
-        """One event; TimeoutError when the client takes nothing for `idle_timeout`.
-        (asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel that
-        comes as the write completes, and the sender then never ends.)"""
-        async with asyncio.timeout(self.ctx.idle_timeout):
+    async def write(self, event: Event, timeout: float | None = None) -> None:
+        """One event; TimeoutError when the client takes nothing for `timeout` (default
+        `idle_timeout`). (asyncio.timeout, not wait_for: on Python 3.11 wait_for can
+        swallow a cancel that comes as the write completes, and the sender never ends.)"""
+        async with asyncio.timeout(timeout or self.ctx.idle_timeout):
             await async_write_event(event, self.writer)
 
-    async def send_error(self, text: str, code: str) -> None:
-        with contextlib.suppress(ConnectionError, TimeoutError):
-            await self.write(Error(text=text, code=code).event())
+    async def send_error(self, text: str, code: str, timeout: float | None = None) -> bool:
+        """An `error` event; False when it could not be written: the client is gone, or
+        took nothing for `timeout`."""
+        try:
+            await self.write(Error(text=text, code=code).event(), timeout)
+        except (ConnectionError, TimeoutError):
+            return False
+        return True
 
     async def close(self) -> None:
+        """Close once what is buffered is out, or at once after _CLOSE_TIMEOUT_S: the
+        transport of a client that reads nothing would wait for it, and hold its socket,
+        for good."""
         self.writer.close()
-        with contextlib.suppress(ConnectionError, TimeoutError):
+        try:
             async with asyncio.timeout(_CLOSE_TIMEOUT_S):
                 await self.writer.wait_closed()
+        except (ConnectionError, TimeoutError):
+            self.writer.transport.abort()
+
+    def hang_up(self, flushed: bool) -> None:
+        """End the connection so the reading side sees the end at once: a close waits
+        for the buffered output, which a client that reads nothing never takes."""
+        if flushed:
+            self.writer.close()
+        else:
+            self.writer.transport.abort()
 
     # --- one response's audio (its own task) -------------------------------------------
 
@@ -138,14 +156,13 @@ class Sender:
         except ClientError as err:
             self._fail(response)
             count_error(self.ctx, self.peer, "%s: %s; closing", err.text)
-            await self.send_error(err.text, err.code)
-            self.writer.close()  # the reading side sees the end and stops
+            self.hang_up(await self.send_error(err.text, err.code))  # the reading side stops
         except (ConnectionError, TimeoutError) as err:
             self._fail(response)
             count_error(
                 self.ctx, self.peer, "%s went away during %s (%s)", response.name, err or "timeout"
             )
-            self.writer.close()
+            self.hang_up(flushed=False)
 
     def _fail(self, response: Response) -> None:
         response.cancel()
