@@ -59,7 +59,8 @@ class Intake:
             _LOGGER.exception("Could not take a message on %s", env.topic)
             self._reporter.bad_payload(inbound, f"internal error: {err}", site)
             return
-        self._pipeline.submit(job)
+        if not self._reporter.answered_before(job):
+            self._pipeline.submit(job)
 
     def _skip_retained_copy(self, inbound: Inbound) -> None:
         """A retained request plays once, when it is published (it reaches us live, without

@@ -129,4 +129,5 @@ def envelope(msg: mqtt.MQTTMessage) -> Envelope:
         correlation_data=getattr(props, "CorrelationData", None),
         redelivered=bool(msg.dup),
         retained=bool(msg.retain),
+        packet_id=msg.mid if msg.qos > 0 else 0,
     )

@@ -33,16 +33,13 @@ _LOGGER = logging.getLogger(__name__)
 _UNSUPPORTED_PROTOCOL = (132, 1)
 
 
-class _StopNoise(logging.Filter):
-    """paho's network thread, ending after our clean disconnect, logs one ERROR
-    "Client is not connected": expected then, and noise in every stop's journal."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.stopping = False
+class _OutageNoise(logging.Filter):
+    """paho's network loop logs an ERROR "Client is not connected" after every failed
+    reconnect during a broker outage, and once more as it ends after our clean disconnect.
+    Both are expected: the outage is logged once, as a warning, by `_handle_disconnect`."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (self.stopping and "Client is not connected" in record.getMessage())
+        return "Client is not connected" not in record.getMessage()
 
 
 def guard(handler: Callable[..., None]) -> Callable[..., None]:
@@ -88,7 +85,8 @@ class MqttLink:
         self._protocol = mqtt_client.protocol_of(broker)
         self.connects = 0
         self.on_connected: Callable[[], None] | None = None
-        self._quiet = _StopNoise()
+        self._stopping = False
+        self._quiet = _OutageNoise()
         mqtt_client.PAHO_LOGGER.addFilter(self._quiet)
         self._client = self._make_client()
 
@@ -110,7 +108,7 @@ class MqttLink:
             info = self._client.publish(self._availability, "offline", qos=1, retain=True)
             with contextlib.suppress(RuntimeError, ValueError):  # not sent: the will says it
                 info.wait_for_publish(timeout=2)
-        self._quiet.stopping = True
+        self._stopping = True
         self._client.disconnect()
         self._client.loop_stop()
         mqtt_client.PAHO_LOGGER.removeFilter(self._quiet)
@@ -250,7 +248,7 @@ class MqttLink:
         self._connected.clear()
         with self._lock:
             self._generation += 1  # the old connection's message ids mean nothing now
-        if self._quiet.stopping:
+        if self._stopping:
             return
         _LOGGER.warning("Disconnected from the broker (%s); reconnecting with back-off", reason)
         if self._broker.username:

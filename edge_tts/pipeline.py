@@ -109,7 +109,11 @@ class Pipeline:
             self.reporter.duplicate(job, "already played")
             return
         position = self.schedule.enqueue(job)
-        if isinstance(position, str):
+        if isinstance(position, str) and request.redelivered:
+            # The broker's copy of a request we hold (sent again after a reconnect): it is
+            # acknowledged with it, and that one's final event answers both.
+            _LOGGER.info("Request %s came again from the broker; %s", request.id, position)
+        elif isinstance(position, str):
             self.reporter.duplicate(job, position)
         elif position is None:
             self.reporter.rejected(job, f"queue full ({self.schedule.size} requests waiting)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+from .dedupe import PlayedStore
 from .jobs import Job
 from .messages.events import event, hermes_error, hermes_finished
 from .messages.parse import payload_id
@@ -23,12 +24,31 @@ class MqttReporter:
         self.link = link
         self.topics = topics
         self.telemetry = telemetry
+        # Keys of the requests this run has given a final event (in memory: after a
+        # restart the played-request history answers for the earlier run).
+        self._answered = PlayedStore(None)
+
+    def answered_before(self, job: Job) -> bool:
+        """A broker redelivery of a request this run has answered already (its ack was
+        lost with the connection): acknowledged again, and no second final event."""
+        request = job.request
+        if not (request.redelivered and request.key in self._answered):
+            return False
+        _LOGGER.info(
+            "Request %s came again from the broker; it was answered already: acknowledged",
+            request.id,
+        )
+        for delivery in job.deliveries:
+            assert isinstance(delivery, Inbound)
+            self.link.ack(delivery)
+        return True
 
     def _emit(self, job: Job, kind: str, final: bool, **fields: object) -> None:
         if final:
             # Acknowledged first: a sender that sees the final event knows the broker will
             # not deliver the request again (both go out in order on one connection).
             job.concluded = True
+            self._answered.add(job.request.key)
             for delivery in job.deliveries:
                 assert isinstance(delivery, Inbound)
                 self.link.ack(delivery)
@@ -94,8 +114,9 @@ class MqttReporter:
         self._hermes_done(job)
 
     def duplicate(self, job: Job, reason: str) -> None:
-        """The same request again (same id and text, or a broker redelivery): not played
-        twice, but answered, so a sender always learns what became of a message."""
+        """The same request again (same id and text, or the redelivery of one an earlier
+        run played but was killed before acknowledging): not played twice, but answered,
+        so a sender always learns what became of a message."""
         self.telemetry.count("duplicates")
         _LOGGER.info("Request %s is a duplicate (%s); not played again", job.request.id, reason)
         self._emit(job, "duplicate", final=True, reason=reason)

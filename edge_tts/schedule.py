@@ -101,9 +101,9 @@ class Schedule:
         if not request.dedupe:
             return None
         candidates = [*self._queue, *([self._playing] if self._playing else [])]
-        return next(
-            (j for j in candidates if j.request.dedupe and j.request.key == request.key), None
-        )
+        # Also a first copy not marked `dedupe` (no sender id): a key without a sender id
+        # is its delivery's, so only the broker's redelivery of that message matches it.
+        return next((j for j in candidates if j.request.key == request.key), None)
 
     def _maybe_interrupt(self, job: Job) -> None:
         playing = self._playing

@@ -55,9 +55,18 @@ def test_mqtt5_expiry_and_redelivery() -> None:
     assert request.expired(time.time() + 6)
 
 
-def test_same_plain_text_twice_gets_the_same_key_but_no_dedupe() -> None:
-    a, b = parse_say(env("Doorbell"), 100), parse_say(env("Doorbell"), 100)
-    assert a.key == b.key and not a.dedupe and not b.dedupe
+def test_a_message_without_an_id_is_its_delivery() -> None:
+    """Two messages with the same text are two requests with two ids; the broker's
+    redelivery of one (same packet id, DUP set) is that one again."""
+    a, b = (
+        parse_say(env("Doorbell", packet_id=7), 100),
+        parse_say(env("Doorbell", packet_id=8), 100),
+    )
+    assert a.key != b.key and a.id != b.id and not a.dedupe and not b.dedupe
+    again = parse_say(env("Doorbell", packet_id=7, redelivered=True), 100)
+    assert again.key == a.key and again.id == a.id and again.dedupe and again.redelivered
+    qos0 = [parse_say(env("Doorbell"), 100) for _ in range(2)]  # never redelivered
+    assert qos0[0].id != qos0[1].id
 
 
 @pytest.mark.parametrize(

@@ -219,6 +219,29 @@ def test_stop_defers_every_unplayed_request_with_an_event(tmp_path: Path) -> Non
     assert h.reporter.of("deferred")[-1] == "late"
 
 
+def test_the_brokers_copy_of_a_queued_message_without_an_id_rides_on_it(
+    harness: Harness,
+) -> None:
+    harness.output.speedup = 2
+    harness.submit(LONG, id="long")
+    harness.reporter.wait("started", "long")
+    first = Envelope("t/pi/say", b"Doorbell.", time.monotonic(), packet_id=5)
+    copy = Envelope("t/pi/say", b"Doorbell.", time.monotonic(), packet_id=5, redelivered=True)
+    other = Envelope("t/pi/say", b"Doorbell.", time.monotonic(), packet_id=6)
+    jobs = [
+        Job(parse_say(env, 1000), [name], harness.voice, SpeechOptions())
+        for env, name in ((first, "first"), (copy, "copy"), (other, "other"))
+    ]
+    for job in jobs:
+        harness.pipeline.submit(job)
+    harness.reporter.wait("finished", jobs[2].request.id, timeout=30)
+    # The copy (after a reconnect) got no event of its own and is acknowledged with the
+    # first; the same text in another message is another request, with another id.
+    assert harness.reporter.of("finished") == ["long", jobs[0].request.id, jobs[2].request.id]
+    assert not harness.reporter.of("duplicate")
+    assert {"first", "copy", "other"} <= set(harness.reporter.acked)
+
+
 def test_a_repeat_while_queued_is_answered_at_once(harness: Harness) -> None:
     harness.output.speedup = 2
     harness.submit(LONG, id="long")

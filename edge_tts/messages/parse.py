@@ -155,6 +155,7 @@ def _request(
         # Without a sender id the same text twice is two requests, unless the broker marks
         # this copy as a redelivery of one we may already have played.
         dedupe=sender_id is not None or env.redelivered,
+        redelivered=env.redelivered,
         priority=_priority(f.get("priority", "normal")),
         voice=_opt(f, "voice", str),
         language=_opt(f, "language", str),

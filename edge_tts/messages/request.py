@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import uuid
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -32,8 +33,9 @@ class Hermes:
 class SayRequest:
     id: str
     text: str
-    key: str  # dedupe key: the sender's id, else a digest of topic + payload
+    key: str  # dedupe key: the sender's id and text, else this MQTT delivery's (see below)
     dedupe: bool = False  # True when `key` identifies this request (sender id or redelivery)
+    redelivered: bool = False  # the broker's DUP flag: a copy of a message sent to us before
     priority: Priority = Priority.NORMAL
     voice: str | None = None
     language: str | None = None  # "zh", "en": its voice (`languages`), when no voice is named
@@ -68,6 +70,7 @@ class Envelope:
     correlation_data: bytes | None = None
     redelivered: bool = False  # the broker's DUP flag: we may have seen it before a crash
     retained: bool = False  # replayed by the broker on every (re)subscribe
+    packet_id: int = 0  # the broker's for a QoS 1 delivery, kept by its redelivery; 0: QoS 0
 
 
 def dedupe_key(sender_id: str | None, text: str, env: Envelope) -> str:
@@ -75,9 +78,13 @@ def dedupe_key(sender_id: str | None, text: str, env: Envelope) -> str:
 
     With an id: the id *and* the text, so a sender that reuses one id ("door") for
     different announcements gets each of them played, while a repeat of the very same
-    request is recognised. Without an id: the topic and the exact payload (only a broker
-    redelivery is deduplicated then, see `dedupe`).
+    request is recognised. Without an id: this delivery. The broker resends a message we
+    did not acknowledge with its packet id, so topic + payload + packet id match only that
+    message's redelivery, never a later message with the same text (only a redelivery is
+    deduplicated then, see `dedupe`). A QoS 0 message is never redelivered: a random key.
     """
     if sender_id is not None:
         return f"{sender_id}#{hashlib.sha256(text.encode()).hexdigest()[:16]}"  # UTF-8 checked
-    return hashlib.sha256(env.topic.encode() + b"\0" + env.payload).hexdigest()[:32]
+    delivery = str(env.packet_id).encode() if env.packet_id else uuid.uuid4().bytes
+    digest = hashlib.sha256(env.topic.encode() + b"\0" + delivery + b"\0" + env.payload)
+    return digest.hexdigest()[:32]
