@@ -161,6 +161,24 @@ def test_a_damaged_entry_is_never_played_and_is_rendered_again(rig: Rig) -> None
     assert rig.speak("bad-2", PHRASE)["cached_chunks"] == 1
 
 
+def test_a_directory_in_place_of_an_entry_is_set_aside_and_the_chunk_cached_again(
+    rig: Rig,
+) -> None:
+    daemon = rig.start()
+    assert rig.speak("dir-1", PHRASE)["cached_chunks"] == 0
+    (entry,) = rig.cache_dir.glob("*.pcm")
+    entry.unlink()
+    entry.mkdir()  # made by hand, with something in it
+    (entry / "notes.txt").write_text("not the daemon's")
+    assert rig.speak("dir-2", PHRASE)["cached_chunks"] == 0
+    rig.wait_log(r"is not a cache entry; moved it to", timeout=60)
+    assert rig.speak("dir-3", PHRASE)["cached_chunks"] == 1, "never cached again"
+    (aside,) = rig.cache_dir.glob(f".{entry.name}.*.set-aside")
+    assert (aside / "notes.txt").read_text() == "not the daemon's"
+    assert not rig.status_events() and rig.telemetry()["health"] == "ok"
+    assert "Phrase cache: cannot" not in daemon.log()
+
+
 def rebuilt(model: Path) -> None:
     """A new build with the same weights and another digest: the ONNX ModelProto gets a
     doc_string (field 6) appended, which a protobuf parser takes as the field's value."""
@@ -227,6 +245,6 @@ def test_a_full_cache_disk_degrades_and_speech_goes_on(rig: Rig, tmpfs: Path) ->
     daemon.notify.wait_match(lambda line: line.startswith("STATUS=degraded"), 60)
     wait_until(lambda: rig.telemetry()["cache"]["status"].startswith("degraded"), 60)
     filler.unlink()
+    rig.speak("full-2", "The cache keeps this one.")  # the stored entry clears the problem
     rig.rec.wait_for(lambda: rig.status_events()[-1]["status"] == "ok", 60, "recovery")
-    rig.speak("full-2", "The cache keeps this one.")
     assert rig.speak("full-3", "The cache keeps this one.")["cached_chunks"] == 1

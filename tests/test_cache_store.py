@@ -167,10 +167,43 @@ def test_a_full_disk_degrades_and_recovers(tmp_path: Path, monkeypatch: pytest.M
     store.recover()
     assert store.problem is not None  # the probe cannot be written either
     monkeypatch.setattr(Path, "write_bytes", real_write)
-    store.recover()
+    store.recover()  # the probe has room, but that says nothing about the next entry
+    assert store.problem is not None and "No space left" in store.problem
+    assert store.put(key(1), audio(1))  # a stored entry clears it
     assert store.problem is None
-    assert store.put(key(1), audio(1))
     assert not list((tmp_path / "cache").glob(".*"))
+
+
+def test_a_directory_under_an_entry_name_is_set_aside_and_the_entry_stored(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = store_of(tmp_path, 4)
+    cache = tmp_path / "cache"
+
+    def make_directory(n: int) -> None:
+        (cache / f"{key(n).digest}.pcm").mkdir()
+        (cache / f"{key(n).digest}.pcm" / "kept.txt").write_text(f"someone's file {n}")
+
+    make_directory(1)
+    assert store.put(key(1), audio(1))  # made before the entry was ever stored
+    assert store.put(key(2), audio(2))
+    (cache / f"{key(2).digest}.pcm").unlink()
+    make_directory(2)  # in place of an entry in the index
+    assert store.get(key(2)) is None
+    assert store.put(key(2), audio(2))
+    make_directory(3)
+    reopened = CacheStore(cache, store.max_bytes)
+    reopened.open()  # key(3)'s directory is set aside while the directory is read
+    assert reopened.put(key(3), audio(3))
+    for n in (1, 2, 3):
+        found = reopened.get(key(n))
+        assert found is not None and np.array_equal(found.audio, audio(n))
+    aside = sorted(cache.glob(".*.set-aside"))
+    assert sorted(p.name.split(".")[1] for p in aside) == [key(n).digest for n in (1, 2, 3)]
+    kept = {(p / "kept.txt").read_text() for p in aside}
+    assert kept == {f"someone's file {n}" for n in (1, 2, 3)}
+    assert store.problem is None and reopened.problem is None
+    assert caplog.text.count("is not a cache entry; moved it to") == 3
 
 
 def test_a_directory_that_cannot_be_made_degrades_until_it_can(tmp_path: Path) -> None:

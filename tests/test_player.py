@@ -718,7 +718,7 @@ def test_open_output_picks_the_sink_from_the_settings(tmp_path: Path) -> None:
         WavDirOutput(AudioSettings(), RATE)
 
 
-def test_wav_dir_write_failure_degrades_leaves_no_part_file_and_recovers(
+def test_wav_dir_write_failure_degrades_until_a_file_is_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = wav_output(tmp_path / "out", fade_ms=0)
@@ -735,9 +735,14 @@ def test_wav_dir_write_failure_degrades_leaves_no_part_file_and_recovers(
     assert list((tmp_path / "out").iterdir()) == []  # the partial file is gone
     assert out.status.startswith("degraded: cannot write into")
     monkeypatch.undo()
-    out.recover()  # the disk has room again: the probe file can be written
-    assert out.status == "ok"
+    out.recover()  # the probe has room, but that says nothing about the next WAV's size
+    assert out.status.startswith("degraded: cannot write into") and not out.healthy
     assert list((tmp_path / "out").iterdir()) == []
+    again = Utterance("again", RATE)
+    out.begin(again)  # still tried for real while degraded
+    assert out.write(again, tone(440.0, 0.1), NEVER) and out.end(again, NEVER, 5)
+    assert out.status == "ok"  # a whole file was written
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["again.wav"]
 
 
 def test_a_device_given_as_digits_is_an_index_for_portaudio() -> None:

@@ -239,11 +239,62 @@ def test_a_full_wav_directory_degrades_cleans_up_and_recovers(rig: Daemons, tmpf
     rig.rec.wait_for(lambda: any(e["status"] == "degraded" for e in rig.status_events()), 30)
     daemon.notify.wait_match(lambda line: line.startswith("STATUS=degraded"), 30)
     filler.unlink()
-    rig.rec.wait_for(lambda: rig.status_events()[-1]["status"] == "ok", 30, "recovery")
-    rig.say({"id": "full-2", "text": "Space again."})
+    rig.say({"id": "full-2", "text": "Space again."})  # a written file clears it
     assert rig.final("full-2")[0]["event"] == "finished"
     assert (tmpfs / "spoken" / "full-2.wav").exists()
+    rig.rec.wait_for(lambda: rig.status_events()[-1]["status"] == "ok", 30, "recovery")
     assert daemon.running()
+
+
+def telemetry(rig: Daemons) -> list[dict[str, Any]]:
+    return [json.loads(p) for p in rig.rec.on_topic("edge-tts/testpi/telemetry")]
+
+
+def test_a_nearly_full_wav_directory_stays_degraded_until_a_real_write_works(
+    rig: Daemons, tmpfs: Path
+) -> None:
+    """Room for the health tick's 64 KiB probe but not for one WAV: the probe must not
+    clear the failure, or every request fails while the status, the telemetry and
+    systemd's STATUS say all is well (and the log flips between degraded and recovered)."""
+    daemon = rig.start(audio=wav_dir(rig, tmpfs / "spoken"))
+    filler = fill(tmpfs, 200 * 1024)
+    rig.say({"id": "near-1", "text": LONG})
+    (rejected,) = rig.final("near-1")
+    assert rejected["event"] == "rejected" and "No space left" in rejected["reason"]
+    # The health tick publishes this after running the probe, which has room to succeed.
+    rig.rec.wait_for(lambda: bool(rig.status_events()), 60, "a status event")
+    (status,) = rig.status_events()
+    assert status["status"] == "degraded", status
+    assert any(p.startswith("audio ") and "No space left" in p for p in status["problems"])
+    daemon.notify.wait_match(lambda line: line.startswith("STATUS=degraded"), 30)
+    seen = len(telemetry(rig))
+    for n in (2, 3):  # each one is still tried for real, and fails the same way
+        rig.say({"id": f"near-{n}", "text": LONG})
+        (rejected,) = rig.final(f"near-{n}")
+        assert rejected["event"] == "rejected" and "No space left" in rejected["reason"]
+    rig.rec.wait_for(lambda: len(telemetry(rig)) >= seen + 6, 60, "six more snapshots")
+    for snapshot in telemetry(rig)[seen:]:
+        assert snapshot["health"] == "degraded", snapshot["status"]
+        assert any("No space left" in p for p in snapshot["problems"]), snapshot["problems"]
+    statuses = [line for line in daemon.notify.lines() if line.startswith("STATUS=")]
+    since = next(i for i, line in enumerate(statuses) if line.startswith("STATUS=degraded"))
+    for line in statuses[since:]:
+        assert line.startswith("STATUS=degraded") and "No space left" in line, line
+    assert [e["status"] for e in rig.status_events()] == ["degraded"]
+    log = daemon.log()
+    assert log.count("WAV output degraded") == 1 and "WAV output recovered" not in log
+    assert log.count("Degraded: audio") == 1 and "Recovered:" not in log
+    after = len(daemon.notify.lines())
+    filler.unlink()
+    rig.say({"id": "near-4", "text": "Space again."})  # the real write that recovers it
+    assert rig.final("near-4")[0]["event"] == "finished"
+    rig.rec.wait_for(lambda: rig.status_events()[-1]["status"] == "ok", 30, "recovery")
+    assert rig.status_events()[-1]["problems"] == []
+    daemon.notify.wait_match(lambda line: line.startswith("STATUS=mqtt connected"), 30, after)
+    seen = len(telemetry(rig))
+    rig.rec.wait_for(lambda: len(telemetry(rig)) > seen, 30, "a snapshot after recovery")
+    assert telemetry(rig)[-1]["health"] == "ok"
+    assert daemon.log().count("WAV output recovered") == 1 and daemon.running()
 
 
 def test_an_unwritable_state_directory_degrades_and_recovers(rig: Daemons, tmpfs: Path) -> None:
@@ -255,6 +306,10 @@ def test_an_unwritable_state_directory_degrades_and_recovers(rig: Daemons, tmpfs
     assert "state" in rig.status_events()[-1]["problems"][0]
     daemon.notify.wait_match(lambda line: line.startswith("STATUS=degraded"), 30)
     subprocess.run(["mount", "-o", "remount,rw", str(tmpfs)], check=True)
+    # The history is saved again by the health tick; the phrase cache (in the state
+    # directory too) by the next chunk it stores.
+    rig.say({"id": "ro-2", "text": "Writable again."})
+    assert rig.final("ro-2")[0]["event"] == "finished"
     rig.rec.wait_for(lambda: rig.status_events()[-1]["status"] == "ok", 30, "recovery")
     assert "ro-1#" in (tmpfs / "state" / "played.json").read_text()
 

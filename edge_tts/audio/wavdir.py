@@ -2,8 +2,10 @@
 
 A file appears under its final name only when complete (written under a hidden name,
 then renamed: wav.py), so a reader never sees half of one; an interrupted or failed
-utterance leaves nothing. A directory that cannot be created or written degrades the
-output with the reason; the next begin() or recover() tries it again.
+utterance leaves nothing. A directory that cannot be created degrades the output with
+the reason; the next begin() or recover() tries it again. A file that could not be
+written degrades it until a whole file is written: each request is still tried, but the
+health tick's probe cannot clear it (a nearly full disk takes the probe, not a WAV).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class WavDirOutput(WavOutput):
             raise ValueError("the wav-dir sink needs a directory (wav_dir)")
         super().__init__(settings, sample_rate)
         self.directory = Path(settings.wav_dir)
+        self._write_failure: str | None = None  # why the last real write failed, if so
 
     def start(self) -> None:
         try:
@@ -47,17 +50,24 @@ class WavDirOutput(WavOutput):
 
     @property
     def healthy(self) -> bool:
-        return self._reason is None and os.access(self.directory, os.W_OK | os.X_OK)
+        return self._problem() is None and os.access(self.directory, os.W_OK | os.X_OK)
+
+    @property
+    def status(self) -> str:
+        problem = self._problem()
+        return "ok" if problem is None else f"degraded: {problem}"
 
     def end(self, utterance: Utterance, stop: threading.Event, timeout: float) -> bool:
         written = super().end(utterance, stop, timeout)
-        if written:
-            self._reason = None  # a whole file was written: the directory works again
+        if written and self._write_failure is not None:
+            _LOGGER.info("WAV output recovered: a whole file was written to %s", self.directory)
+            self._write_failure = None
         return written
 
     def recover(self) -> None:
-        """While degraded, probe the directory (a full disk still lets an empty file be
-        created, so the probe writes data), so the status clears without a request."""
+        """While the directory could not be created, probe it (a full disk still lets an
+        empty file be created, so the probe writes data), so the status clears without a
+        request. A failed real write is not cleared here: only a written file clears it."""
         if self._reason is None or self._reason == "closed":
             return
         probe = self.directory / f".probe.{secrets.token_hex(4)}"
@@ -76,16 +86,21 @@ class WavDirOutput(WavOutput):
         self._reason = None
 
     def _retry(self) -> None:
-        if self._reason is not None and self._reason != "closed":
-            self.start()  # the directory may be writable again
+        if self._reason != "closed" and self._problem() is not None:
+            self.start()  # the directory may be back, or writable again
 
     def _path(self, utterance: Utterance) -> Path:
         return self.directory / f"{safe_name(utterance.request_id)}.wav"
 
     def _failed(self, err: OSError) -> AudioUnavailableError:
-        return AudioUnavailableError(
-            self._degrade(f"cannot write into {self.directory}: {err.strerror or err}")
-        )
+        failure = f"cannot write into {self.directory}: {err.strerror or err}"
+        if failure != self._write_failure:
+            _LOGGER.warning("WAV output degraded: %s", failure)
+        self._write_failure = failure
+        return AudioUnavailableError(failure)
+
+    def _problem(self) -> str | None:
+        return self._reason or self._write_failure
 
     def _degrade(self, reason: str) -> str:
         if reason != self._reason:

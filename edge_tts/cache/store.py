@@ -10,8 +10,13 @@ files' mtimes, touched on each hit.
 The pinned entries (the configured phrases, `pin`) are never evicted to make room: a
 phrase that does not fit beside them is not stored; unpinning (the phrase list changed)
 lets them age out like the others. A directory that cannot be written
-(read-only, full) sets `problem`; the daemon keeps speaking without storing, reports it,
-and `recover()` (the health tick) clears it once a probe can be written again.
+(read-only, full) sets `problem`; the daemon keeps speaking without storing and reports
+it. Only a stored entry clears a failed write (a nearly full disk takes the health tick's
+small probe, not an entry); `recover()` probes only a directory that could not be opened.
+
+Something other than a file under an entry's name (a directory made by hand) is set
+aside: renamed to a hidden `.<name>.<random>.set-aside` beside it, with a warning, so
+nothing in it is lost and the entry can be stored again.
 """
 
 from __future__ import annotations
@@ -86,6 +91,9 @@ class CacheStore:
             if item.name.startswith(".") and item.name.endswith(".tmp"):
                 with contextlib.suppress(OSError):  # left by a crash mid-write
                     os.unlink(item.path)
+            elif _NAME.match(item.name) and item.is_dir():
+                with contextlib.suppress(OSError):  # put() reports it if it is in the way
+                    self._set_aside(Path(item.path))
             elif _NAME.match(item.name):
                 stat = item.stat()
                 entries.append((stat.st_mtime, item.name[:-4], stat.st_size))
@@ -108,6 +116,11 @@ class CacheStore:
             entry = decode(path.read_bytes(), key)
         except FileNotFoundError:  # removed behind our back
             self._drop(key.digest)
+            return None
+        except IsADirectoryError:  # made by hand: put() may store the entry again
+            self._drop(key.digest)
+            with contextlib.suppress(OSError):  # put() reports it if it is in the way
+                self._set_aside(path)
             return None
         except OSError as err:
             _LOGGER.warning("Cannot read cache entry %s: %s", path, err.strerror or err)
@@ -157,7 +170,12 @@ class CacheStore:
         """Make room and rename the written file into place (under the lock)."""
         if not self._evict(size):
             return False
-        os.replace(temp, self._path(digest))
+        path = self._path(digest)
+        try:
+            os.replace(temp, path)
+        except IsADirectoryError:
+            self._set_aside(path)
+            os.replace(temp, path)
         self._index[digest] = size
         self._bytes += size
         return True
@@ -213,9 +231,10 @@ class CacheStore:
     # --- health -------------------------------------------------------------------------
 
     def recover(self) -> None:
-        """Called periodically while degraded: probe the directory (a full disk still takes
-        an empty file, so the probe writes data); the status clears when it works."""
-        if self.problem is None:
+        """Called periodically: while the directory could not be opened, probe it (a full
+        disk still takes an empty file, so the probe writes data) and open it when that
+        works. A failed write is not cleared here: only a stored entry clears it."""
+        if self.problem is None or self._scanned:
             return
         probe = self.directory / f".probe.{secrets.token_hex(4)}.tmp"
         try:
@@ -226,9 +245,9 @@ class CacheStore:
         finally:
             with contextlib.suppress(OSError):
                 probe.unlink(missing_ok=True)
-        if not self._scanned:
-            self.open()
-        self._ok()
+        self.open()
+        if self._scanned:
+            self._ok()
 
     def _fail(self, action: str, err: OSError) -> None:
         problem = f"cannot {action} {self.directory}: {err.strerror or err}"
@@ -242,6 +261,15 @@ class CacheStore:
         _LOGGER.info("Phrase cache %s can be written again", self.directory)
         self.problem = None
         self.on_change()
+
+    def _set_aside(self, path: Path) -> None:
+        aside = path.with_name(f".{path.name}.{secrets.token_hex(4)}.set-aside")
+        try:
+            os.rename(path, aside)
+        except OSError as err:
+            _LOGGER.warning("Phrase cache: cannot move %s (not a cache entry) aside: %s", path, err)
+            raise
+        _LOGGER.warning("Phrase cache: %s is not a cache entry; moved it to %s", path, aside.name)
 
     def stats(self) -> dict[str, int]:
         with self._lock:
