@@ -15,6 +15,7 @@ import time
 from .audio.output import open_output
 from .cache.service import CacheService
 from .config import Settings
+from .dedupe import FILE_NAME as PLAYED_FILE
 from .dedupe import PlayedStore
 from .homeassistant.controls import Controls, optional_subscriptions
 from .intake import Intake
@@ -59,7 +60,7 @@ class Daemon:
         rate = self.voices.default.sample_rate
         self.output = open_output(s.audio, rate)
         # Created on the first save: an unwritable state directory degrades, not refuses.
-        self.played = PlayedStore(s.resolved_state_dir() / "played.json")
+        self.played = PlayedStore(s.resolved_state_dir() / PLAYED_FILE)
         subscriptions = [*self.topics.subscriptions(), *self.topics.controls()]
         self.link = MqttLink(
             s.broker,

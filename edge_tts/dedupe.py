@@ -6,19 +6,49 @@ and acknowledging, the broker redelivers it, and this store keeps it from playin
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
 from collections import OrderedDict
 from pathlib import Path
 
+from . import state_file
 from .atomic import write_text_atomically
 
 _LOGGER = logging.getLogger(__name__)
 
+# A sender's id has no length limit; a longer key is kept as its digest, which bounds the
+# file (and what a start reads of it) by the capacity.
+MAX_KEY_CHARS = 128
+FILE_NAME = "played.json"  # in the state directory
+CAPACITY = 1000  # requests remembered
+_MAX_KEY_JSON_BYTES = 12 * MAX_KEY_CHARS + 4  # each character a \u surrogate pair, quotes, ", "
+
+
+def stored_key(key: str) -> str:
+    if len(key) <= MAX_KEY_CHARS:
+        return key
+    return "sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _max_file_bytes(capacity: int) -> int:
+    return 2 + capacity * _MAX_KEY_JSON_BYTES
+
+
+def problem(path: Path) -> str | None:
+    """Why the history at `path` cannot be used; None when it can (or there is none)."""
+    return state_file.problem(path, _max_file_bytes(CAPACITY), _keys)
+
+
+def _keys(value: object) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
+        raise state_file.Unusable("not a list of strings")
+    return [stored_key(k) for k in value]
+
 
 class PlayedStore:
-    def __init__(self, path: Path | None, capacity: int = 1000):
+    def __init__(self, path: Path | None, capacity: int = CAPACITY):
         self._path = path
         self._capacity = capacity
         self._lock = threading.Lock()
@@ -29,13 +59,14 @@ class PlayedStore:
 
     def __contains__(self, key: str) -> bool:
         with self._lock:
-            return key in self._keys
+            return stored_key(key) in self._keys
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._keys)
 
     def add(self, key: str) -> None:
+        key = stored_key(key)
         with self._lock:
             self._keys[key] = None
             self._keys.move_to_end(key)
@@ -45,15 +76,15 @@ class PlayedStore:
         self._save(snapshot)
 
     def _load(self) -> None:
-        if self._path is None or not self._path.exists():
+        if self._path is None:
             return
-        try:
-            keys = json.loads(self._path.read_text("utf-8"))
-            self._keys = OrderedDict((str(k), None) for k in keys[-self._capacity :])
-        except (OSError, ValueError, TypeError) as err:
-            _LOGGER.warning(
-                "Ignoring unreadable %s (%s): starting with no history", self._path, err
-            )
+        keys = state_file.load_json(
+            self._path,
+            _max_file_bytes(self._capacity),
+            _keys,
+            "starting with no played-request history",
+        )
+        self._keys = OrderedDict((k, None) for k in (keys or [])[-self._capacity :])
 
     def recover(self) -> None:
         """Retry a failed save (the disk may be fixed): the status clears by itself."""

@@ -6,6 +6,7 @@ requests never held up by the pre-renderer, an unwritable cache never stopping s
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import wave
@@ -27,6 +28,7 @@ from .support.daemon_proc import DaemonProcess, daemon_config
 from .support.disk import fill, small_tmpfs
 from .support.texts import LONG_TEXTS
 from .support.waiting import REQUEST_TIMEOUT_S, wait_until
+from .test_reliability import vm_hwm_mb
 
 pytestmark = pytest.mark.slow
 
@@ -177,6 +179,20 @@ def test_a_directory_in_place_of_an_entry_is_set_aside_and_the_chunk_cached_agai
     assert (aside / "notes.txt").read_text() == "not the daemon's"
     assert not rig.status_events() and rig.telemetry()["health"] == "ok"
     assert "Phrase cache: cannot" not in daemon.log()
+
+
+def test_an_oversized_entry_is_discarded_unread_and_rendered_again(rig: Rig) -> None:
+    daemon = rig.start(cache={"phrases": [PHRASE]})
+    rig.wait_log(PRERENDERED)
+    (entry,) = rig.cache_dir.glob("*.pcm")
+    os.truncate(entry, 2**30)  # sparse: a whole read would take 1 GiB
+    assert daemon.proc is not None
+    before = vm_hwm_mb(daemon.proc.pid)
+    assert rig.speak("huge-1", PHRASE)["cached_chunks"] == 0
+    rig.wait_log(r"Discarding cache entry .*: \d+ bytes, more than the \d+ it can be")
+    assert vm_hwm_mb(daemon.proc.pid) - before < 256, "the entry was read whole"
+    rig.wait_log(PRERENDERED, count=2)
+    assert rig.speak("huge-2", PHRASE)["cached_chunks"] == 1
 
 
 def rebuilt(model: Path) -> None:

@@ -122,6 +122,41 @@ def test_a_damaged_entry_is_discarded_never_returned(tmp_path: Path, damage: obj
     assert lost == [1], "the pre-renderer was not told a phrase is gone"
 
 
+def vm_hwm_mb() -> float:
+    """This process's peak resident set size so far (the kernel's high-water mark)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM in /proc/self/status")
+
+
+def test_an_oversized_entry_is_discarded_unread(tmp_path: Path) -> None:
+    store = store_of(tmp_path, 4)
+    store.put(key(1), audio(1))
+    path = tmp_path / "cache" / f"{key(1).digest}.pcm"
+    os.truncate(path, 2**30)  # sparse: no disk used, but a whole read would take 1 GiB
+    before = vm_hwm_mb()
+    assert store.get(key(1)) is None
+    assert vm_hwm_mb() - before < 256, "the entry was read whole"
+    assert not path.exists() and store.stats()["discarded"] == 1
+
+
+def test_an_oversized_entry_left_by_a_previous_run_is_not_indexed(tmp_path: Path) -> None:
+    store = store_of(tmp_path, 4)
+    store.put(key(1), audio(1))
+    store.put(key(2), audio(2))
+    os.truncate(tmp_path / "cache" / f"{key(1).digest}.pcm", 2**30)
+    again = store_of(tmp_path, 4)
+    assert not again.contains(key(1)) and again.contains(key(2))
+    assert again.stats()["discarded"] == 1 and again.stats()["bytes"] == entry_bytes()
+
+
+def test_no_entry_larger_than_the_read_bound_is_stored(tmp_path: Path) -> None:
+    store = store_of(tmp_path, 4)
+    store.max_entry_bytes = entry_bytes() - 1  # as MAX_ENTRY_BYTES would a huge chunk
+    assert not store.put(key(1), audio(1)) and not store.contains(key(1))
+
+
 def test_an_entry_renamed_to_another_key_is_refused(tmp_path: Path) -> None:
     data = encode(key(1), audio(1))
     assert data.startswith(MAGIC)

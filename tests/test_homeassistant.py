@@ -372,14 +372,14 @@ def test_saved_volume_wins_while_the_config_is_unchanged(tmp_path: Path) -> None
     "content",
     ["", "{", "[]", '{"volume": "x", "configured": 1}', '{"volume": 7, "configured": 1}', "NaN"],
 )
-def test_a_corrupt_file_is_ignored_with_a_warning(
+def test_a_corrupt_file_is_set_aside_with_a_warning(
     tmp_path: Path, content: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "volume.json"
     path.write_text(content)
     with caplog.at_level(logging.WARNING):
         assert VolumeStore(path, 0.9).load() == 0.9
-    assert "Ignoring" in caplog.text
+    assert f"Unusable state file {path}" in caplog.text and not path.exists()
 
 
 def test_an_unwritable_state_directory_is_logged_not_raised(

@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from .conftest import run_cli
 from .support.broker import Broker, Recorder
 from .support.daemon_proc import DaemonProcess, daemon_config
 from .support.disk import fill, small_tmpfs
@@ -349,3 +351,53 @@ def test_sigterm_mid_request_defers_it_and_it_plays_after_the_restart(
     rig.start()
     assert [e["event"] for e in rig.final("cut-1")] == ["finished"]
     assert rig.kinds("cut-1") == ["queued", "started", "deferred", "queued", "started", "finished"]
+
+
+# --- state files that cannot be used -------------------------------------------------------
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def oversized(path: Path) -> None:
+    with path.open("wb") as file:
+        file.truncate(300 * 2**20)  # sparse: its size, not its bytes, is what matters
+
+
+BAD_STATE: dict[str, dict[str, Any]] = {
+    "deep-played-and-volume": {"played.json": DEEP, "volume.json": DEEP},
+    "oversized-played": {"played.json": oversized},
+    "tune-voices-list": {"tune.json": {"format": 1, "machine": {}, "voices": ["default"]}},
+    "tune-voices-string": {"tune.json": {"format": 1, "machine": {}, "voices": "default"}},
+    "tune-machine-list": {"tune.json": {"format": 1, "machine": [], "voices": {"default": {}}}},
+    "tune-chosen-number": {
+        "tune.json": {"format": 1, "machine": {}, "voices": {"default": {"chosen": 7}}}
+    },
+}
+
+
+@pytest.mark.parametrize("files", BAD_STATE.values(), ids=BAD_STATE.keys())
+def test_a_bad_state_file_is_set_aside_and_the_daemon_speaks(
+    rig: Daemons, files: dict[str, Any]
+) -> None:
+    state = rig.root / "state"
+    state.mkdir()
+    for name, content in files.items():
+        if callable(content):
+            content(state / name)
+        else:
+            (state / name).write_text(content if isinstance(content, str) else json.dumps(content))
+    rig.config = daemon_config(rig.root, rig.broker.port, audio=wav_dir(rig))
+    (rig.root / "edge-tts.yaml").write_text(yaml.safe_dump(rig.config))
+    checked = run_cli("check-config", str(rig.root / "edge-tts.yaml"), timeout=120)
+    assert checked.returncode == 0, checked.stderr  # the daemon starts: a warning
+    assert "Traceback" not in checked.stderr
+    for name in files:
+        assert f"unusable state file {state / name}" in checked.stderr
+        assert (state / name).exists(), "check-config moved it"
+    daemon = rig.start()
+    for name in files:
+        daemon.wait_log(rf"Unusable state file {re.escape(str(state / name))} \(.*\): set aside")
+        assert list(state.glob(f"{name}.corrupt-*")), f"{name} was not set aside"
+    rig.say({"id": "after-1", "text": "Still speaking."})
+    assert rig.final("after-1")[0]["event"] == "finished"
+    assert "Traceback" not in daemon.log() and daemon.running()

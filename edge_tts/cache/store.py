@@ -33,12 +33,16 @@ from pathlib import Path
 
 import numpy as np
 
+from ..state_file import read_bounded
 from .entry import CorruptEntry, Entry, decode, encode
 from .key import ChunkKey
 
 _LOGGER = logging.getLogger(__name__)
 
 MAX_ENTRIES = 5000  # bounds the index (~100 bytes each) whatever max_mb allows
+# Bounds one entry (what a read allocates) whatever max_mb allows: 64 MiB is over 6
+# minutes of 44.1 kHz float32, far beyond a chunk; a longer one is spoken, not stored.
+MAX_ENTRY_BYTES = 64 * 2**20
 _NAME = re.compile(r"^[0-9a-f]{40}\.pcm$")
 _PROBE_BYTES = 64 * 1024  # what a recovered directory must take: about one short entry
 
@@ -56,6 +60,7 @@ class CacheStore:
         self.directory = directory
         self.max_bytes = max_bytes
         self.max_entries = max_entries
+        self.max_entry_bytes = min(max_bytes, MAX_ENTRY_BYTES)  # put stores none larger
         self.on_change = on_change or (lambda: None)
         self.problem: str | None = None  # why nothing can be stored now, if so
         self.discarded = 0  # corrupt or truncated entries found and removed
@@ -96,6 +101,12 @@ class CacheStore:
                     self._set_aside(Path(item.path))
             elif _NAME.match(item.name):
                 stat = item.stat()
+                if stat.st_size > self.max_entry_bytes:  # no entry stored is that large
+                    _LOGGER.warning("Discarding cache entry %s: %d bytes", item.name, stat.st_size)
+                    self.discarded += 1
+                    with contextlib.suppress(OSError):
+                        os.unlink(item.path)
+                    continue
                 entries.append((stat.st_mtime, item.name[:-4], stat.st_size))
         entries.sort()
         return [(digest, size) for _, digest, size in entries]
@@ -113,7 +124,7 @@ class CacheStore:
                 return None
         path = self._path(key.digest)
         try:
-            entry = decode(path.read_bytes(), key)
+            entry = decode(read_bounded(path, self.max_entry_bytes), key)
         except FileNotFoundError:  # removed behind our back
             self._drop(key.digest)
             return None
@@ -125,7 +136,7 @@ class CacheStore:
         except OSError as err:
             _LOGGER.warning("Cannot read cache entry %s: %s", path, err.strerror or err)
             return None
-        except (CorruptEntry, ValueError) as err:
+        except (CorruptEntry, ValueError) as err:  # read_bounded's Unusable too
             _LOGGER.warning("Discarding cache entry %s for %r: %s", path.name, key.text[:60], err)
             self.discarded += 1
             self.discard(key.digest)
@@ -148,7 +159,7 @@ class CacheStore:
             if key.digest in self._index:
                 return True  # first one wins: both are renderings of the same key
         data = encode(key, audio)
-        if len(data) > self.max_bytes:
+        if len(data) > self.max_entry_bytes:
             return False
         temp = self.directory / f".{key.digest}.{secrets.token_hex(4)}.tmp"
         try:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
+from typing import Any
 
 from ..logs import setup_logging
 from . import tune
@@ -74,4 +76,29 @@ def check_config(args: argparse.Namespace) -> int:
         f"{args.config}: OK (device {settings.device_id}, broker "
         f"{settings.broker.host}:{settings.broker.port}, voices {voices})"
     )
-    return tune.print_choices(settings)
+    _report_state_files(settings)
+    return tune.print_choices(settings, set_aside=False)
+
+
+def _report_state_files(settings: Any) -> None:
+    """A state file the daemon cannot use is a warning, not a failure (exit 0): the daemon
+    sets it aside and starts on its default. Nothing is moved here."""
+    from ..dedupe import FILE_NAME as PLAYED_FILE
+    from ..dedupe import problem as played_problem
+    from ..homeassistant.volume import FILE_NAME as VOLUME_FILE
+    from ..homeassistant.volume import problem as volume_problem
+    from ..tune import record
+
+    state = settings.resolved_state_dir()
+    found = {
+        state / PLAYED_FILE: played_problem(state / PLAYED_FILE),
+        state / VOLUME_FILE: volume_problem(state / VOLUME_FILE),
+        record.record_path(settings): record.problem(record.record_path(settings)),
+    }
+    for path, problem in found.items():
+        if problem is not None:
+            print(
+                f"edge-ttsd: warning: unusable state file {path} ({problem}): "
+                "the daemon will set it aside and start without it",
+                file=sys.stderr,
+            )

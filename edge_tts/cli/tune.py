@@ -103,14 +103,15 @@ def _show(settings: Any, as_json: bool) -> int:
     return print_choices(settings)
 
 
-def print_choices(settings: Any) -> int:
+def print_choices(settings: Any, set_aside: bool = True) -> int:
     """Which build the daemon would load for each voice now, and why; 78 when a pinned
-    build is missing (the daemon would refuse to start)."""
+    build is missing (the daemon would refuse to start). `set_aside`: an unusable
+    tuning record is moved aside (else only ignored)."""
     from ..tune import record
     from ..voice.files import VoiceNotFoundError
 
     try:
-        chosen = record.choices(settings)
+        chosen = record.choices(settings, set_aside)
     except VoiceNotFoundError as err:
         return fail(EXIT_REFUSED, str(err))
     for name, choice in chosen.items():

@@ -18,6 +18,7 @@ from ..config import Settings
 from ..messages.topics import Topics, ha_status_topic
 from ..mqtt_link import Inbound
 from .discovery import DeviceInfo, config_topic, discovery_message
+from .volume import FILE_NAME as VOLUME_FILE
 from .volume import VolumeStore, parse_volume
 
 _LOGGER = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ class Controls:
         self._pipeline = pipeline
         self._output = output
         state = settings.resolved_state_dir()
-        self._store = VolumeStore(state / "volume.json", settings.audio.volume)
+        self._store = VolumeStore(state / VOLUME_FILE, settings.audio.volume)
         self.volume = self._store.load()
         output.set_volume(self.volume)
         ha = settings.homeassistant

@@ -3,7 +3,7 @@
 Stored in `<state_dir>/volume.json` with the `audio.volume` it replaced: once the config's
 value changes, the config wins again (an administrator who edits the file means it).
 Saved on a thread of its own, never on paho's; written atomically (a crash leaves the old
-or the new file), and a file that cannot be read is ignored with a warning.
+or the new file), and a file that cannot be used is set aside with a warning (state_file).
 """
 
 from __future__ import annotations
@@ -14,12 +14,15 @@ import math
 import threading
 from pathlib import Path
 
+from .. import state_file
 from ..atomic import write_text_atomically
 
 _LOGGER = logging.getLogger(__name__)
 
 VOLUME_MIN, VOLUME_MAX = 0.0, 2.0  # as `audio.volume` and a request's `volume`
 _STOP_TIMEOUT_S = 5.0
+FILE_NAME = "volume.json"  # in the state directory
+_MAX_FILE_BYTES = 4096  # {"volume": ..., "configured": ...} is under 100
 
 
 def parse_volume(payload: bytes) -> float:
@@ -30,13 +33,38 @@ def parse_volume(payload: bytes) -> float:
         raise ValueError(f"not a number: {payload[:40]!r}") from None
     if not math.isfinite(volume) or not VOLUME_MIN <= volume <= VOLUME_MAX:
         raise ValueError(f"must be within {VOLUME_MIN:g}-{VOLUME_MAX:g}, got {volume:g}")
-    return volume
+    return volume + 0.0  # "-0" is 0: published as "0", not "-0"
+
+
+def problem(path: Path) -> str | None:
+    """Why the saved volume at `path` cannot be used; None when it can (or there is none)."""
+    return state_file.problem(path, _MAX_FILE_BYTES, _saved)
+
+
+def _saved(value: object) -> tuple[float, float]:
+    """(volume, configured) from the file's JSON; state_file.Unusable if not that."""
+    if not isinstance(value, dict):
+        raise state_file.Unusable("not a mapping")
+    saved, configured = _number(value, "volume"), _number(value, "configured")
+    if not VOLUME_MIN <= saved <= VOLUME_MAX:  # NaN fails this too
+        raise state_file.Unusable(f"volume {saved!r} out of range")
+    return saved, configured
+
+
+def _number(mapping: dict[str, object], key: str) -> float:
+    value = mapping.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise state_file.Unusable(f"{key!r} is not a number")
+    try:
+        return float(value) + 0.0
+    except OverflowError:  # an integer of hundreds of digits
+        raise state_file.Unusable(f"{key!r} is out of range") from None
 
 
 class VolumeStore:
     def __init__(self, path: Path, configured: float) -> None:
         self.path = path
-        self.configured = configured  # audio.volume
+        self.configured = configured + 0.0  # audio.volume ("-0.0" is 0)
         self._cond = threading.Condition()
         self._pending: float | None = None
         self._stopping = False
@@ -44,17 +72,12 @@ class VolumeStore:
 
     def load(self) -> float:
         """The volume to start with: the saved one, unless the config changed since."""
-        try:
-            data = json.loads(self.path.read_text("utf-8"))
-            saved, configured = float(data["volume"]), float(data["configured"])
-        except FileNotFoundError:
+        found = state_file.load_json(
+            self.path, _MAX_FILE_BYTES, _saved, "using audio.volume from the config"
+        )
+        if found is None:
             return self.configured
-        except (OSError, ValueError, TypeError, KeyError) as err:
-            _LOGGER.warning("Ignoring unreadable %s (%s)", self.path, err)
-            return self.configured
-        if not VOLUME_MIN <= saved <= VOLUME_MAX:  # NaN fails this too
-            _LOGGER.warning("Ignoring %s: volume %r out of range", self.path, saved)
-            return self.configured
+        saved, configured = found
         if configured != self.configured:
             _LOGGER.info(
                 "audio.volume changed in the config (%g -> %g) since the volume was set over "

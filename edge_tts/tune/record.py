@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import state_file
 from ..atomic import write_text_atomically
 from ..config import AUTO_BUILD, Settings, VoiceSettings
 from .builds import Build, configured_build, expected_digest, pinned_build
@@ -24,6 +25,7 @@ _LOGGER = logging.getLogger(__name__)
 
 RECORD_NAME = "tune.json"
 FORMAT = 1
+MAX_RECORD_BYTES = 2**20  # a few kB a voice: its candidates' figures per thread count
 
 
 @dataclass(frozen=True)
@@ -44,20 +46,45 @@ def save(settings: Settings, record: dict[str, Any]) -> Path:
     return path
 
 
-def load(settings: Settings) -> dict[str, Any] | None:
-    """The record, or None when there is none or it cannot be read (said in the log)."""
+def load(settings: Settings, set_aside: bool = True) -> dict[str, Any] | None:
+    """The record, or None when there is none or it cannot be used: set aside with a
+    warning, or with `set_aside` False (check-config, which reports it) left as it is."""
     path = record_path(settings)
-    try:
-        record = json.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as err:
-        _LOGGER.warning("Ignoring the tuning record %s: %s", path, err)
-        return None
-    if not isinstance(record, dict) or record.get("format") != FORMAT:
-        _LOGGER.warning("Ignoring the tuning record %s: not format %d", path, FORMAT)
-        return None
-    return record
+    if not set_aside:
+        try:
+            return state_file.read_json(path, MAX_RECORD_BYTES, _record)
+        except state_file.Unusable:
+            return None
+    return state_file.load_json(path, MAX_RECORD_BYTES, _record, "loading the configured builds")
+
+
+def problem(path: Path) -> str | None:
+    """Why the record at `path` cannot be used; None when it can (or there is none)."""
+    return state_file.problem(path, MAX_RECORD_BYTES, _record)
+
+
+def _record(value: object) -> dict[str, Any]:
+    """The record, its shape checked as far as the daemon reads it; Unusable if not."""
+    if not isinstance(value, dict) or value.get("format") != FORMAT:
+        raise state_file.Unusable(f"not a format {FORMAT} tuning record")
+    voices, machine = value.get("voices"), value.get("machine")
+    if not isinstance(voices, dict) or not isinstance(machine, dict):
+        raise state_file.Unusable('"voices" and "machine" must be mappings')
+    for name, entry in voices.items():
+        if not _valid_entry(entry):
+            raise state_file.Unusable(f"voice {name!r}: no valid chosen build")
+    return value
+
+
+def _valid_entry(entry: object) -> bool:
+    if not isinstance(entry, dict):
+        return False
+    chosen = entry.get("chosen")
+    return (
+        isinstance(chosen, dict)
+        and all(isinstance(chosen.get(key), str) for key in ("scheme", "path", "sha256"))
+        and isinstance(entry.get("configured_sha256"), str | None)
+    )
 
 
 def choose(
@@ -106,8 +133,8 @@ def _chosen(entry: dict[str, Any]) -> Build:
     return Build(str(chosen["scheme"]), Path(chosen["path"]), str(chosen["sha256"]), False)
 
 
-def choices(settings: Settings) -> dict[str, Chosen]:
+def choices(settings: Settings, set_aside: bool = True) -> dict[str, Chosen]:
     """Every configured voice's build, as the daemon would load it now."""
-    record = load(settings)
+    record = load(settings, set_aside)
     machine = fingerprint()
     return {name: choose(name, vs, record, machine) for name, vs in settings.voices.items()}
