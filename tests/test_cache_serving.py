@@ -248,6 +248,7 @@ def test_the_fp32_build_loads_in_the_starting_thread_and_is_dropped_after_the_pa
     schedule = Schedule(4, FakeOutput(), threading.Event())
     router = Router(settings.synthesis, voices)
     pre = Prerenderer([TEXT], store, schedule, voices, router, settings.synthesis)
+    others = fp32_builds()  # another test's FP32 voice, say
     loaders: set[str] = set()  # the threads that load a voice's sessions
 
     def watch(frame: FrameType, event: str, _arg: object) -> None:
@@ -262,12 +263,12 @@ def test_the_fp32_build_loads_in_the_starting_thread_and_is_dropped_after_the_pa
         sys.setprofile(None)
         threading.setprofile(None)
     assert loaders == {threading.current_thread().name}
-    assert fp32_builds() == 1
+    assert fp32_builds() == others + 1
     pre.start()
     try:
         wait_until(lambda: pre.state == "done", 300, "the pre-render pass")
         assert store.stats()["phrase_entries"] == 1
-        wait_until(lambda: fp32_builds() == 0, 60, "the FP32 build to be dropped")
+        wait_until(lambda: fp32_builds() == others, 60, "the FP32 build to be dropped")
     finally:
         pre.stop()
 
