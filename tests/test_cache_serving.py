@@ -1,14 +1,18 @@
 """The phrase cache's hook and pre-renderer, on fake voices: a hit is the stored audio
 through the same post-processing, a chunk wanted twice at once is synthesized once, and
-the pre-renderer stops between two windows when a request comes."""
+the pre-renderer stops between two windows when a request comes; and, on the real voice,
+where the pre-renderer's FP32 build is loaded and that it is dropped after its pass."""
 
 from __future__ import annotations
 
+import gc
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 import numpy as np
 import pytest
@@ -33,7 +37,9 @@ from edge_tts.routing import Router
 from edge_tts.schedule import Schedule
 from edge_tts.synthesis import SpeechOptions, render
 from edge_tts.telemetry import Telemetry
+from edge_tts.voice import files
 from edge_tts.voice.base import SynthesisParams
+from edge_tts.voice.model import Voice
 from edge_tts.voice.registry import Voices
 
 from .support.fakes import FakeOutput, FakeReporter, FakeVoice
@@ -219,6 +225,50 @@ def test_the_pre_renderer_stops_between_windows_for_a_request(tmp_path: Path) ->
         wait_until(lambda: pre.state == "done", what="the pre-render to finish")
         assert voice.windows == 6 and store.contains(pre_key(voice))
         assert store.stats()["phrase_entries"] == 1
+    finally:
+        pre.stop()
+
+
+def fp32_builds() -> int:
+    """Live Voice objects of the packaged FP32 model: the pre-renderer's build."""
+    model = files.packaged_fp32().model
+    return sum(isinstance(o, Voice) and o.files.model == model for o in gc.get_objects())
+
+
+@pytest.mark.slow
+def test_the_fp32_build_loads_in_the_starting_thread_and_is_dropped_after_the_pass(
+    tmp_path: Path,
+) -> None:
+    """At start the build loads in the thread that starts the daemon: a loader thread's
+    glibc arena kept ~28 MB of the load's freed memory for the daemon's life."""
+    settings = default_settings()
+    voices = Voices(settings)  # the default voice: our INT8 build, rendered ahead by FP32
+    store = CacheStore(tmp_path / "cache", 2**20)
+    store.open()
+    schedule = Schedule(4, FakeOutput(), threading.Event())
+    router = Router(settings.synthesis, voices)
+    pre = Prerenderer([TEXT], store, schedule, voices, router, settings.synthesis)
+    others = fp32_builds()  # another test's FP32 voice, say
+    loaders: set[str] = set()  # the threads that load a voice's sessions
+
+    def watch(frame: FrameType, event: str, _arg: object) -> None:
+        if event == "call" and frame.f_code is Voice._create_engine.__code__:
+            loaders.add(threading.current_thread().name)
+
+    threading.setprofile(watch)  # threads started from now on
+    sys.setprofile(watch)  # this one
+    try:
+        pre.prepare()
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)
+    assert loaders == {threading.current_thread().name}
+    assert fp32_builds() == others + 1
+    pre.start()
+    try:
+        wait_until(lambda: pre.state == "done", 300, "the pre-render pass")
+        assert store.stats()["phrase_entries"] == 1
+        wait_until(lambda: fp32_builds() == others, 60, "the FP32 build to be dropped")
     finally:
         pre.stop()
 

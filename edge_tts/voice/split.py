@@ -15,13 +15,16 @@ each stage's own context, so the expensive stage recomputes ~1 frame at a seam, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from .integrity import ModelIntegrityError, parse_self_contained
 
@@ -38,6 +41,7 @@ _QDQ = ("QuantizeLinear", "DequantizeLinear")
 
 EXIT_REFUSED = 78  # the child's exit status for a model that must not be loaded
 SPLIT_TIMEOUT_S = 300
+MAX_HEADER_BYTES = 64 * 1024  # the answer's first line: names and sizes, a few hundred bytes
 
 
 @dataclass(frozen=True)
@@ -67,52 +71,102 @@ def check_and_split(path: Path, data: bytes) -> SplitModel | None:
     hashed. Doing this in a child keeps onnx (12 MB of imports) and the parsed graph out of
     the daemon: its memory goes back to the system when the child exits.
     """
-    return _decode(_run_child(path, data))
+    return _run_child(path, data)
 
 
-def _run_child(path: Path, data: bytes, *flags: str) -> bytes:
+def _run_child(path: Path, data: bytes, *flags: str) -> SplitModel | None:
+    """The child's answer, each part read from the pipe straight into its own bytes. Read
+    whole and then cut (subprocess.run's output, a partition, a slice per part) the answer
+    was in memory four times at once beside `data`: +250 MB of peak RSS for the 63 MB FP32
+    model, the pre-renderer's load (docs/benchmarks.md, Phrase cache)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "edge_tts.voice.split", str(path), *flags],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        proc.kill()
+
+    timer = threading.Timer(SPLIT_TIMEOUT_S, expire)
+    timer.start()
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "edge_tts.voice.split", str(path), *flags],
-            input=data,
-            capture_output=True,
-            timeout=SPLIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise ModelIntegrityError(f"could not check {path}: {err}") from err
-    error = proc.stderr.decode("utf-8", "replace").strip()
+        halves, unreadable, error = _exchange(proc, data)
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
     if proc.returncode == EXIT_REFUSED:
         raise ModelIntegrityError(error.splitlines()[-1] if error else f"{path} refused")
+    if expired.is_set():
+        raise ModelIntegrityError(f"could not check {path}: no answer in {SPLIT_TIMEOUT_S} s")
     if proc.returncode != 0:
         raise ModelIntegrityError(f"could not check {path} (exit {proc.returncode}): {error}")
-    return proc.stdout
+    if unreadable is not None:
+        raise ModelIntegrityError(f"could not check {path}: {unreadable}") from unreadable
+    return halves
 
 
-def _encode(halves: SplitModel | None) -> bytes:
+def _exchange(
+    proc: subprocess.Popen[bytes], data: bytes
+) -> tuple[SplitModel | None, Exception | None, str]:
+    """Model bytes in, (halves, why the answer was unreadable, stderr) out. The child reads
+    all of stdin before it writes, so writing it all first cannot block on a full stdout;
+    stderr is drained in a thread, so a child that says much there cannot block either."""
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    stderr, said = proc.stderr, bytearray()
+    drain = threading.Thread(target=lambda: said.extend(stderr.read()), daemon=True)
+    drain.start()
+    # A child that died early closes the pipe: its exit status says why.
+    with contextlib.suppress(BrokenPipeError), proc.stdin:
+        proc.stdin.write(data)
+    halves: SplitModel | None = None
+    unreadable: Exception | None = None
+    with proc.stdout:
+        try:
+            halves = _read_answer(proc.stdout)
+        except (ValueError, KeyError, TypeError, ModelIntegrityError) as err:
+            unreadable = err
+    proc.wait()  # stderr ends when the child does
+    drain.join()
+    stderr.close()
+    return halves, unreadable, said.decode("utf-8", "replace").strip()
+
+
+def _encode(halves: SplitModel | None) -> Iterator[bytes]:
+    """The child's answer in pieces (a header line, then the parts), written one by one:
+    joined, the child would hold the model twice more."""
     if halves is None:
-        return b"null\n"
+        yield b"null\n"
+        return
     header = {
         "stage_inputs": list(halves.stage_inputs),
         "channels": halves.channels,
         "decoder_inputs": list(halves.decoder_inputs),
         "sizes": [len(blob) for blob in (halves.encoder, *halves.decoder)],
     }
-    return json.dumps(header).encode() + b"\n" + b"".join((halves.encoder, *halves.decoder))
+    yield json.dumps(header).encode() + b"\n"
+    yield halves.encoder
+    yield from halves.decoder
 
 
-def _decode(output: bytes) -> SplitModel | None:
-    line, _, blobs = output.partition(b"\n")
-    header = json.loads(line)
+def _read_answer(stream: IO[bytes]) -> SplitModel | None:
+    """The child's answer from its stdout, each part read into one bytes of its size."""
+    header = json.loads(stream.readline(MAX_HEADER_BYTES))
     if header is None:
         return None
-    sizes = [int(size) for size in header["sizes"]]
-    if len(blobs) != sum(sizes):
-        raise ModelIntegrityError("the model checker's output is truncated")
-    parts, offset = [], 0
-    for size in sizes:
-        parts.append(blobs[offset : offset + size])
-        offset += size
+    parts = []
+    for size in (int(size) for size in header["sizes"]):
+        part = stream.read(size)
+        if len(part) != size:
+            raise ModelIntegrityError("the model checker's output is truncated")
+        parts.append(part)
+    if stream.read(1):
+        raise ModelIntegrityError("the model checker's output is longer than it says")
     return SplitModel(
         encoder=parts[0],
         decoder=tuple(parts[1:]),
@@ -133,7 +187,8 @@ def _main(argv: list[str]) -> int:
         return EXIT_REFUSED
     del data
     cut = "--check-only" not in argv
-    sys.stdout.buffer.write(_encode(split_at_decoder(model) if cut else None))
+    for piece in _encode(split_at_decoder(model) if cut else None):
+        sys.stdout.buffer.write(piece)
     sys.stdout.buffer.flush()
     return 0
 
