@@ -78,14 +78,14 @@ class Engine(Protocol):
 class OurEngine:
     def __init__(self, model: Path, threads: int, first_window: bool = True) -> None:
         # Imports here, at worker start: `load` times the model load only.
-        import edge_tts.synthesis
-        from edge_tts.synthesis import Synthesizer
+        import edge_tts.speech.synthesis
+        from edge_tts.speech.synthesis import Synthesizer
         from edge_tts.voice import files
         from edge_tts.voice.model import Voice, share_runtime
 
         share_runtime(threads)  # as the daemon and `say` do
         if not first_window:  # one window per sentence: what the short first one costs
-            setattr(edge_tts.synthesis, "FIRST_WINDOW_FRAMES", 0)  # noqa: B010 - bench only
+            setattr(edge_tts.speech.synthesis, "FIRST_WINDOW_FRAMES", 0)  # noqa: B010 - bench only
         self.model = model
         self.threads = threads
         self.sample_rate = 0

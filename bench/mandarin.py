@@ -5,10 +5,10 @@
 
 Issue 11 (the Mandarin voice). Both voices live in this process the way the daemon holds
 them: `share_runtime(2)` first (one onnxruntime thread pool and arena for every session),
-each voice loaded and warmed up as edge_tts/app.py's `_preload` does
+each voice loaded and warmed up as edge_tts/daemon/app.py's `_preload` does
 (`warm_up(concurrent=synthesis.max_concurrent)`), every text planned as the router plans a
 one-script text (`prepare` with the synthesis defaults: first chunk of at most
-`first_chunk_chars`) and each chunk rendered by edge_tts/synthesis.py's `render()` at the
+`first_chunk_chars`) and each chunk rendered by edge_tts/speech/synthesis.py's `render()` at the
 output rate (22,050 Hz: the Mandarin voice's 24 kHz goes through the soxr resampler), the
 first chunk with the short first decoder/vocoder window (FIRST_WINDOW_FRAMES).
 
@@ -141,7 +141,7 @@ class Speaker:
 
     key: str
     voice: Any  # edge_tts.voice.base.SpeechVoice
-    options: Any  # edge_tts.synthesis.SpeechOptions
+    options: Any  # edge_tts.speech.synthesis.SpeechOptions
     load_s: float = 0.0
     warm_s: float = 0.0
     first_chunk_chars: int | None = None  # None: the daemon's (synthesis.first_chunk_chars)
@@ -156,9 +156,9 @@ def synthesis_settings() -> Any:
 def open_speaker(key: str, voice_dir: Path, steps: dict[str, float] | None = None) -> Speaker:
     """The English voice (our INT8 build, `files.default_voice()`) or the Mandarin one,
     built as edge_tts/voice/registry.py's `open_voice` does, loaded and warmed up as
-    edge_tts/app.py's `_preload` does. `steps`: RSS after each step, by name (the Mandarin
+    edge_tts/daemon/app.py's `_preload` does. `steps`: RSS after each step, by name (the Mandarin
     voice's pinyin dictionaries first: its warm_up would load them anyway)."""
-    from edge_tts.synthesis import SpeechOptions
+    from edge_tts.speech.synthesis import SpeechOptions
     from edge_tts.voice import files
     from edge_tts.voice.model import Voice
     from edge_tts.voice.two_stage import TwoStageVoice
@@ -207,7 +207,7 @@ class Sample:
 
 def speak(speaker: Speaker, text: str) -> dict[str, float]:
     """One text as the daemon's pipeline speaks it: planned, then every chunk rendered."""
-    from edge_tts.synthesis import render
+    from edge_tts.speech.synthesis import render
     from edge_tts.text import prepare
 
     settings = synthesis_settings()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from edge_tts.atomic import exclusive
+from edge_tts.state.atomic import exclusive
 from edge_tts.voice import files
 from edge_tts.voice.model import Voice
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from edge_tts.atomic import write_text_atomically
+from edge_tts.state.atomic import write_text_atomically
 
 
 def test_writes_and_replaces_creating_the_directory(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import pytest
 
 from edge_tts.cache.entry import read
 from edge_tts.cache.serving import replay
-from edge_tts.synthesis import SpeechOptions, render
+from edge_tts.speech.synthesis import SpeechOptions, render
 from edge_tts.voice import files
 from edge_tts.voice.model import Voice
 

@@ -20,8 +20,8 @@ import pytest
 from edge_tts.cache import serving
 from edge_tts.cache.key import ChunkInput, ChunkKey
 from edge_tts.cache.prerender import Prerenderer
-from edge_tts.cache.service import load_phrases
 from edge_tts.cache.store import CacheStore
+from edge_tts.cache.wiring import load_phrases
 from edge_tts.config import (
     ConfigError,
     QueueSettings,
@@ -29,14 +29,14 @@ from edge_tts.config import (
     default_settings,
     settings_from_mapping,
 )
-from edge_tts.jobs import Job
+from edge_tts.daemon.telemetry import Telemetry
 from edge_tts.messages.parse import parse_say
 from edge_tts.messages.request import BadRequest, Envelope, SayRequest
-from edge_tts.pipeline import Pipeline
-from edge_tts.routing import Router
-from edge_tts.schedule import Schedule
-from edge_tts.synthesis import SpeechOptions, render
-from edge_tts.telemetry import Telemetry
+from edge_tts.speech.jobs import Job
+from edge_tts.speech.pipeline import Pipeline
+from edge_tts.speech.routing import Router
+from edge_tts.speech.schedule import Schedule
+from edge_tts.speech.synthesis import SpeechOptions, render
 from edge_tts.voice import files
 from edge_tts.voice.base import SynthesisParams
 from edge_tts.voice.model import Voice

@@ -18,8 +18,8 @@ import jinja2
 import pytest
 
 from edge_tts import cli
-from edge_tts.app import Daemon
 from edge_tts.config import Settings, settings_from_mapping
+from edge_tts.daemon.app import Daemon
 from edge_tts.homeassistant.controls import Controls, optional_subscriptions
 from edge_tts.homeassistant.discovery import (
     SENSORS,
@@ -34,7 +34,7 @@ from edge_tts.homeassistant.volume import VolumeStore, parse_volume
 from edge_tts.messages.parse import parse_say
 from edge_tts.messages.request import Envelope
 from edge_tts.messages.topics import Topics
-from edge_tts.mqtt_link import Inbound
+from edge_tts.mqtt.link import Inbound
 
 from .conftest import run_cli
 from .support.broker import Broker, Recorder, free_port

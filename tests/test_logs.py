@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from edge_tts import logs
+from edge_tts.daemon import logs
 
 
 @pytest.fixture(autouse=True)
@@ -101,8 +101,8 @@ def test_journal_handler_under_systemd(tmp_path: Path, monkeypatch: pytest.Monke
     (handler,) = _ours()
     assert isinstance(handler, _FakeJournalHandler)
     assert handler.fields == {"SYSLOG_IDENTIFIER": "edge-ttsd"}
-    logging.getLogger("edge_tts.app").warning("hello")
-    assert handler.format(handler.records[-1]) == "[MainThread] edge_tts.app: hello"
+    logging.getLogger("edge_tts.daemon.app").warning("hello")
+    assert handler.format(handler.records[-1]) == "[MainThread] edge_tts.daemon.app: hello"
 
 
 def test_falls_back_to_stderr_without_systemd_python(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,8 +14,8 @@ from paho.mqtt.reasoncodes import ReasonCode
 
 from edge_tts.config import BrokerSettings, TlsSettings
 from edge_tts.messages.request import Envelope
-from edge_tts.mqtt_client import new_client
-from edge_tts.mqtt_link import Inbound, MqttLink, guard
+from edge_tts.mqtt.client import new_client
+from edge_tts.mqtt.link import Inbound, MqttLink, guard
 
 
 def link(received: list[Inbound] | None = None, broker: BrokerSettings | None = None) -> MqttLink:

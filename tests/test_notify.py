@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from edge_tts.notify import HealthTick, Notifier
+from edge_tts.daemon.notify import HealthTick, Notifier
 
 
 class FakeSystemd:

@@ -1,6 +1,6 @@
 """`edge-ttsd wait-online`, the rollout gate, against a real Mosquitto.
 
-Exit codes (edge_tts/online_gate.py): 0 once the device's retained availability says
+Exit codes (edge_tts/mqtt/online_gate.py): 0 once the device's retained availability says
 `online`, 1 when it does not within --timeout (also when no broker answers), 2 when the
 broker refuses the login, 78 for a config that does not load.
 """
@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from edge_tts.cli import EXIT_REFUSED
-from edge_tts.online_gate import EXIT_LOGIN_REFUSED, EXIT_ONLINE, EXIT_TIMEOUT
+from edge_tts.mqtt.online_gate import EXIT_LOGIN_REFUSED, EXIT_ONLINE, EXIT_TIMEOUT
 
 from .conftest import REPO, run_cli
 from .support.broker import Broker, Recorder, free_port, make_tls_material

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from edge_tts.audio.pause_gate import FRAME, RANGE_DB, PauseGate
-from edge_tts.synthesis import SpeechOptions, Synthesizer
+from edge_tts.speech.synthesis import SpeechOptions, Synthesizer
 from edge_tts.voice import files
 from edge_tts.voice.model import Voice
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from edge_tts.config import QueueSettings, SynthesisSettings
-from edge_tts.dedupe import PlayedStore
-from edge_tts.jobs import Job
+from edge_tts.daemon.telemetry import Telemetry
 from edge_tts.messages.parse import parse_say
 from edge_tts.messages.request import Envelope, SayRequest
-from edge_tts.pipeline import Pipeline
-from edge_tts.synthesis import SpeechOptions
-from edge_tts.telemetry import Telemetry
+from edge_tts.speech.dedupe import PlayedStore
+from edge_tts.speech.jobs import Job
+from edge_tts.speech.pipeline import Pipeline
+from edge_tts.speech.synthesis import SpeechOptions
 
 from .support.fakes import FakeOutput, FakeReporter, FakeVoice
 from .support.waiting import wait_until

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 import pytest
 
 from edge_tts.config import SynthesisSettings, settings_from_mapping
-from edge_tts.jobs import Job
 from edge_tts.messages.parse import parse_say
 from edge_tts.messages.request import BadRequest, Envelope, SayRequest
-from edge_tts.routing import Router
+from edge_tts.speech.jobs import Job
+from edge_tts.speech.routing import Router
 from edge_tts.text import UnsupportedScriptError
 from edge_tts.voice.registry import Voices
 

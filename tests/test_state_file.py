@@ -1,4 +1,4 @@
-"""Reading a state file safely (edge_tts/state_file.py) and each state file's checks: a
+"""Reading a state file safely (edge_tts/state/read.py) and each state file's checks: a
 file that cannot be used is set aside with a warning and its default taken, never raised."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from edge_tts import state_file
 from edge_tts.config import settings_from_mapping
-from edge_tts.dedupe import MAX_KEY_CHARS, PlayedStore
 from edge_tts.homeassistant.volume import VolumeStore, parse_volume
+from edge_tts.speech.dedupe import MAX_KEY_CHARS, PlayedStore
+from edge_tts.state import read as state_file
 from edge_tts.tune import record
 
 DEEP = "[" * 100_000 + "]" * 100_000

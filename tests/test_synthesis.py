@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from edge_tts.audio.dsp import Resampler, to_pcm16
-from edge_tts.synthesis import SpeechOptions, Synthesizer, sentence_pause
+from edge_tts.speech.synthesis import SpeechOptions, Synthesizer, sentence_pause
 from edge_tts.text import EmptyTextError
 from edge_tts.voice.model import Voice
 

@@ -12,8 +12,8 @@ import numpy as np
 import psutil
 import pytest
 
-from edge_tts import telemetry
-from edge_tts.telemetry import METRICS, Telemetry, TelemetryPublisher, Window, process_stats
+from edge_tts.daemon import telemetry
+from edge_tts.daemon.telemetry import METRICS, Telemetry, TelemetryPublisher, Window, process_stats
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import onnxruntime
 import pytest
 
 from edge_tts.config import SynthesisSettings
-from edge_tts.synthesis import Synthesizer
+from edge_tts.speech.synthesis import Synthesizer
 from edge_tts.voice import files
 from edge_tts.voice.base import SynthesisParams
 from edge_tts.voice.model import Voice, new_session, session_options

@@ -30,11 +30,11 @@ from wyoming.tts import (
 
 from edge_tts.audio.dsp import ms_to_frames
 from edge_tts.config import AudioSettings, Settings, SynthesisSettings, WyomingSettings
-from edge_tts.jobs import Job, StepTask
+from edge_tts.daemon.telemetry import Telemetry
 from edge_tts.messages.request import Priority, SayRequest
-from edge_tts.pipeline import Pipeline
-from edge_tts.synthesis import SpeechOptions
-from edge_tts.telemetry import Telemetry
+from edge_tts.speech.jobs import Job, StepTask
+from edge_tts.speech.pipeline import Pipeline
+from edge_tts.speech.synthesis import SpeechOptions
 from edge_tts.text import split_sentences
 from edge_tts.voice.registry import Voices
 from edge_tts.wyoming import WyomingServer, sentences, server
@@ -621,8 +621,8 @@ def test_a_critical_local_request_waits_for_no_more_than_the_running_wyoming_chu
 
 
 def test_the_daemon_runs_it_after_the_pipeline_only_when_configured(tmp_path: Path) -> None:
-    from edge_tts.app import Daemon
     from edge_tts.config import settings_from_mapping
+    from edge_tts.daemon.app import Daemon
 
     def daemon(uri: str | None) -> Daemon:
         return Daemon(

@@ -21,7 +21,7 @@ class Knobs:
     sink_channels: int = 1
     pulse_latency_msec: int | None = None  # PULSE_LATENCY_MSEC for the daemon (libpulse)
     max_concurrent: int | None = None  # synthesis.max_concurrent (default 2)
-    lookahead: int | None = None  # edge_tts.schedule.LOOKAHEAD_CHUNKS (a constant: shim)
+    lookahead: int | None = None  # edge_tts.speech.schedule.LOOKAHEAD_CHUNKS (a constant: shim)
     mem_pattern: bool | None = None  # onnxruntime SessionOptions.enable_mem_pattern (shim)
 
     @property

@@ -3,7 +3,7 @@
 {"lookahead": N | null, "mem_pattern": bool | null} in the environment.
 
 It sets public module attributes before the daemon starts, and nothing else:
-`edge_tts.schedule.LOOKAHEAD_CHUNKS` (read at every scheduling decision) and
+`edge_tts.speech.schedule.LOOKAHEAD_CHUNKS` (read at every scheduling decision) and
 `edge_tts.voice.model.session_options` (called for every session the daemon opens).
 """
 
@@ -24,7 +24,8 @@ SHIM_ENV = "EDGE_TTS_BENCH_SHIM"
 
 def main() -> int:
     opts: dict[str, Any] = json.loads(os.environ.get(SHIM_ENV, "{}"))
-    from edge_tts import cli, schedule
+    from edge_tts import cli
+    from edge_tts.speech import schedule
     from edge_tts.voice import model
 
     if opts.get("lookahead") is not None:

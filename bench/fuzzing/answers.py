@@ -14,7 +14,7 @@ from daemon_rig import FINAL, Rig
 from .case import Case
 from .client import Client, Inbound
 
-# The daemon remembers the keys of its last 1,000 distinct plays (edge_tts/dedupe.py,
+# The daemon remembers the keys of its last 1,000 distinct plays (edge_tts/speech/dedupe.py,
 # PlayedStore; the key is id + text, or topic + payload without an id): the same id and
 # text again is a `duplicate` while its key is there, and plays again once it has gone.
 PLAYED_HISTORY = 1000

@@ -8,9 +8,9 @@ builds.py picks the build that renders phrases. README: Phrase cache.
 """
 
 from .prerender import Prerenderer
-from .service import CacheService, load_phrases
 from .serving import ChunkAudio, PhraseCache
 from .store import CacheStore
+from .wiring import CacheService, load_phrases
 
 __all__ = [
     "CacheService",

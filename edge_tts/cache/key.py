@@ -15,7 +15,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from ..synthesis import SpeechOptions
+from ..speech.synthesis import SpeechOptions
 from ..voice.base import SpeechVoice
 
 # Bump when what an entry holds changes meaning (its layout, or the engine's output for

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import SynthesisSettings
-from ..jobs import Job
 from ..messages.request import SayRequest
-from ..routing import Router
-from ..schedule import Schedule
-from ..synthesis import voice_audio
+from ..speech.jobs import Job
+from ..speech.routing import Router
+from ..speech.schedule import Schedule
+from ..speech.synthesis import voice_audio
 from ..text import EmptyTextError
 from ..voice.base import SpeechVoice
 from ..voice.model import release_free_memory

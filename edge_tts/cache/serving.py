@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..synthesis import SpeechOptions, voice_audio
-from ..telemetry import Telemetry
+from ..daemon.telemetry import Telemetry
+from ..speech.synthesis import SpeechOptions, voice_audio
 from ..voice.base import SpeechVoice
 from ..voice.windowed import FIRST_WINDOW_FRAMES
 from .builds import best_build_sha256

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..state_file import read_bounded
+from ..state.read import read_bounded
 from .entry import CorruptEntry, Entry, decode, encode
 from .key import ChunkKey
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from ..logs import setup_logging
+from ..daemon.logs import setup_logging
 from . import broker, daemon, quantize, say, tune, verify, voice
 from .common import DEFAULT_CONFIG, EXIT_ERROR, EXIT_NO_DEVICE, EXIT_REFUSED, EXIT_USAGE
 

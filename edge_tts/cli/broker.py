@@ -46,7 +46,7 @@ def _add_options(p: argparse.ArgumentParser, timeout: float) -> None:
 
 def wait_online(args: argparse.Namespace) -> int:
     from ..config import ConfigError, load_settings
-    from ..online_gate import wait_online
+    from ..mqtt.online_gate import wait_online
 
     try:
         return wait_online(load_settings(args.config), args.timeout, args.password_file)

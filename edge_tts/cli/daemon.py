@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..logs import setup_logging
+from ..daemon.logs import setup_logging
 from . import tune
 from .common import EXIT_REFUSED, Subparsers, add_config_arg, fail
 
@@ -32,8 +32,8 @@ def add_parsers(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..app import Daemon, StartupRefused
     from ..config import ConfigError, load_settings
+    from ..daemon.app import Daemon, StartupRefused
     from ..voice.integrity import ModelIntegrityError
     from ..voice.model import share_runtime
 
@@ -83,10 +83,10 @@ def check_config(args: argparse.Namespace) -> int:
 def _report_state_files(settings: Any) -> None:
     """A state file the daemon cannot use is a warning, not a failure (exit 0): the daemon
     sets it aside and starts on its default. Nothing is moved here."""
-    from ..dedupe import FILE_NAME as PLAYED_FILE
-    from ..dedupe import problem as played_problem
     from ..homeassistant.volume import FILE_NAME as VOLUME_FILE
     from ..homeassistant.volume import problem as volume_problem
+    from ..speech.dedupe import FILE_NAME as PLAYED_FILE
+    from ..speech.dedupe import problem as played_problem
     from ..tune import record
 
     state = settings.resolved_state_dir()

@@ -40,8 +40,8 @@ def add_parser(sub: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..config import AudioSettings, SynthesisSettings
-    from ..say import NoSoundCardError, SayFailed, say
-    from ..synthesis import SpeechOptions
+    from ..speech.oneshot import NoSoundCardError, SayFailed, say
+    from ..speech.synthesis import SpeechOptions
     from ..text import EmptyTextError
     from ..voice import files
     from ..voice.integrity import ModelIntegrityError

@@ -16,7 +16,7 @@ from .. import __version__
 from ..audio.output import AudioOutput
 from ..config import Settings
 from ..messages.topics import Topics, ha_status_topic
-from ..mqtt_link import Inbound
+from ..mqtt.link import Inbound
 from .discovery import DeviceInfo, config_topic, discovery_message
 from .volume import FILE_NAME as VOLUME_FILE
 from .volume import VolumeStore, parse_volume

@@ -19,7 +19,7 @@ from paho.mqtt.reasoncodes import ReasonCode
 
 from ..config import Settings
 from ..messages.topics import Topics
-from ..online_gate import EXIT_LOGIN_REFUSED, EXIT_TIMEOUT, BrokerTask, gate_broker, run_task
+from ..mqtt.online_gate import EXIT_LOGIN_REFUSED, EXIT_TIMEOUT, BrokerTask, gate_broker, run_task
 from .discovery import config_topic
 
 EXIT_REMOVED = 0

@@ -14,8 +14,8 @@ import math
 import threading
 from pathlib import Path
 
-from .. import state_file
-from ..atomic import write_text_atomically
+from ..state import read as state_file
+from ..state.atomic import write_text_atomically
 
 _LOGGER = logging.getLogger(__name__)
 

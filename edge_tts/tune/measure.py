@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 
 from ..config import SynthesisSettings, VoiceSettings
-from ..synthesis import Synthesizer
+from ..speech.synthesis import Synthesizer
 from ..voice import files
 from ..voice.base import SpeechVoice, SynthesisParams
 from ..voice.model import Voice, release_free_memory

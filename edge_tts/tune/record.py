@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import state_file
-from ..atomic import write_text_atomically
 from ..config import AUTO_BUILD, Settings, VoiceSettings
+from ..state import read as state_file
+from ..state.atomic import write_text_atomically
 from .builds import Build, configured_build, expected_digest, pinned_build
 from .machine import fingerprint, same_machine
 

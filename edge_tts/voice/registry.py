@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..config import Settings, VoiceSettings
 from ..messages.request import BadRequest, SayRequest
-from ..synthesis import SpeechOptions
+from ..speech.synthesis import SpeechOptions
 from ..text.languages import primary_language
 from . import files, voice_dir
 from .base import SpeechVoice

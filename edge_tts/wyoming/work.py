@@ -25,10 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import Settings
-from ..jobs import Chunk, Job, StepTask
 from ..messages.request import SayRequest
-from ..routing import Router
-from ..synthesis import SpeechOptions, render
+from ..speech.jobs import Chunk, Job, StepTask
+from ..speech.routing import Router
+from ..speech.synthesis import SpeechOptions, render
 from ..text import EmptyTextError
 from ..voice.base import SpeechVoice
 from ..voice.registry import Voices

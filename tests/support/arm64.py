@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from edge_tts.atomic import exclusive
+from edge_tts.state.atomic import exclusive
 
 from .rootfs import CACHE, DEPLOY, ansible_env, run
 

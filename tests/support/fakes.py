@@ -12,7 +12,7 @@ import numpy as np
 from edge_tts.audio.dsp import Shaper, fade_out_gain, ms_to_frames
 from edge_tts.audio.output import AudioUnavailableError, Utterance, check_rate
 from edge_tts.config import AudioSettings
-from edge_tts.jobs import Job
+from edge_tts.speech.jobs import Job
 from edge_tts.voice import files
 from edge_tts.voice.base import BuildInfo, SpeechVoice, SynthesisParams
 from edge_tts.voice.model import load_config
@@ -189,7 +189,7 @@ class FakeOutput:
 
 
 class FakeReporter:
-    """The pipeline's `Reporter` (edge_tts/jobs.py): records every event, acks the finals."""
+    """The pipeline's `Reporter` (edge_tts/speech/jobs.py): records every event, acks the finals."""
 
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str]] = []  # (kind, id, detail)

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from edge_tts.atomic import exclusive
+from edge_tts.state.atomic import exclusive
 
 from .broker import free_port
 from .waiting import stop_process, wait_until

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from edge_tts.atomic import exclusive
+from edge_tts.state.atomic import exclusive
 
 from .broker import Broker, free_port, make_tls_material, start_mosquitto
 

@@ -13,16 +13,16 @@ import logging
 import threading
 import time
 
-from .audio.output import AudioOutput
-from .cache.serving import ChunkAudio, PhraseCache
-from .config import QueueSettings, SynthesisSettings
+from ..audio.output import AudioOutput
+from ..cache.serving import ChunkAudio, PhraseCache
+from ..config import QueueSettings, SynthesisSettings
+from ..daemon.telemetry import Telemetry
+from ..text import EmptyTextError
 from .jobs import Chunk, Job, PlanTask, Played, Reporter, StepTask
 from .playback import Playback, report_safely
 from .routing import Router
 from .schedule import Schedule
 from .synthesis import render
-from .telemetry import Telemetry
-from .text import EmptyTextError
 
 _LOGGER = logging.getLogger(__name__)
 

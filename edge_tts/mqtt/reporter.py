@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import logging
 
-from .dedupe import PlayedStore
-from .jobs import Job
-from .messages.events import event, hermes_error, hermes_finished
-from .messages.parse import payload_id
-from .messages.topics import Topics, valid_response_topic
-from .mqtt_link import Inbound, MqttLink
-from .telemetry import Telemetry
+from ..daemon.telemetry import Telemetry
+from ..messages.events import event, hermes_error, hermes_finished
+from ..messages.parse import payload_id
+from ..messages.topics import Topics, valid_response_topic
+from ..speech.dedupe import PlayedStore
+from ..speech.jobs import Job
+from .link import Inbound, MqttLink
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from .config import SynthesisSettings
+from ..config import SynthesisSettings
+from ..text import EmptyTextError, prepare
+from ..text.scripts import native_scripts, script_of
+from ..voice.base import SpeechVoice
+from ..voice.registry import Voices
 from .jobs import Chunk, Job
-from .text import EmptyTextError, prepare
-from .text.scripts import native_scripts, script_of
-from .voice.base import SpeechVoice
-from .voice.registry import Voices
 
 _LATIN: Final = "LATIN"
 _SCRIPT_LANGUAGE: Final = {"CJK": "zh", _LATIN: "en"}  # whose voice a run goes to first

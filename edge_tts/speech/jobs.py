@@ -11,10 +11,10 @@ from typing import Protocol
 
 import numpy as np
 
-from .audio.output import Utterance
-from .messages.request import SayRequest
+from ..audio.output import Utterance
+from ..messages.request import SayRequest
+from ..voice.base import SpeechVoice
 from .synthesis import SpeechOptions
-from .voice.base import SpeechVoice
 
 
 class Reporter(Protocol):

@@ -6,16 +6,16 @@ from __future__ import annotations
 import json
 import logging
 
-from .config import Settings
-from .jobs import Job
-from .messages.parse import hermes_site, parse_hermes, parse_say
-from .messages.request import BadRequest, Envelope, SayRequest
-from .messages.topics import Topics
-from .mqtt_link import Inbound, MqttLink
-from .pipeline import Pipeline
+from ..config import Settings
+from ..daemon.telemetry import Telemetry
+from ..messages.parse import hermes_site, parse_hermes, parse_say
+from ..messages.request import BadRequest, Envelope, SayRequest
+from ..messages.topics import Topics
+from ..speech.jobs import Job
+from ..speech.pipeline import Pipeline
+from ..voice.registry import Voices
+from .link import Inbound, MqttLink
 from .reporter import MqttReporter
-from .telemetry import Telemetry
-from .voice.registry import Voices
 
 _LOGGER = logging.getLogger(__name__)
 

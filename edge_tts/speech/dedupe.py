@@ -13,8 +13,8 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from . import state_file
-from .atomic import write_text_atomically
+from ..state import read as state_file
+from ..state.atomic import write_text_atomically
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -12,28 +12,28 @@ import signal
 import threading
 import time
 
-from .audio.output import open_output
-from .cache.service import CacheService
-from .config import Settings
-from .dedupe import FILE_NAME as PLAYED_FILE
-from .dedupe import PlayedStore
-from .homeassistant.controls import Controls, optional_subscriptions
-from .intake import Intake
+from ..audio.output import open_output
+from ..cache.wiring import CacheService
+from ..config import Settings
+from ..homeassistant.controls import Controls, optional_subscriptions
+from ..messages.topics import Topics
+from ..mqtt.intake import Intake
+from ..mqtt.link import Inbound, MqttLink
+from ..mqtt.reporter import MqttReporter
+from ..speech.dedupe import FILE_NAME as PLAYED_FILE
+from ..speech.dedupe import PlayedStore
+from ..speech.pipeline import Pipeline
+from ..speech.routing import Router
+from ..voice import files
+from ..voice.base import SpeechVoice
+from ..voice.integrity import ModelIntegrityError
+from ..voice.registry import Voices
+from ..voice.voice_dir import VoiceDirError
+from ..wyoming import WyomingServer
 from .lifecycle import Part, Parts, nothing
-from .messages.topics import Topics
-from .mqtt_link import Inbound, MqttLink
 from .notify import HealthTick, Notifier
-from .pipeline import Pipeline
-from .reporter import MqttReporter
-from .routing import Router
 from .status import DaemonStatus
 from .telemetry import Telemetry, TelemetryPublisher
-from .voice import files
-from .voice.base import SpeechVoice
-from .voice.integrity import ModelIntegrityError
-from .voice.registry import Voices
-from .voice.voice_dir import VoiceDirError
-from .wyoming import WyomingServer
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -16,11 +16,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .audio.output import AudioOutput, AudioUnavailableError, Utterance
+from ..audio.output import AudioOutput, AudioUnavailableError, Utterance
+from ..daemon.telemetry import Telemetry
+from ..voice.model import release_free_memory
 from .jobs import Chunk, Job, Played, Reporter
 from .schedule import Schedule
-from .telemetry import Telemetry
-from .voice.model import release_free_memory
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
-from .config import BrokerSettings
-from .messages.request import Envelope
+from ..config import BrokerSettings
+from ..messages.request import Envelope
 
 PAHO_LOGGER = logging.getLogger("paho")
 

@@ -25,9 +25,9 @@ from paho.mqtt.enums import MQTTProtocolVersion
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
-from .config import BrokerSettings, Settings
-from .messages.topics import Topics
-from .mqtt_client import new_client
+from ..config import BrokerSettings, Settings
+from ..messages.topics import Topics
+from .client import new_client
 
 EXIT_ONLINE = 0
 EXIT_TIMEOUT = 1  # not online in time; an unreachable broker ends here too

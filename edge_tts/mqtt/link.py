@@ -22,10 +22,10 @@ from paho.mqtt.enums import MQTTProtocolVersion
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
-from . import mqtt_client
-from .config import BrokerSettings
-from .messages.request import Envelope
-from .mqtt_subscriptions import Subscriptions
+from ..config import BrokerSettings
+from ..messages.request import Envelope
+from . import client as mqtt_client
+from .subscriptions import Subscriptions
 
 _LOGGER = logging.getLogger(__name__)
 

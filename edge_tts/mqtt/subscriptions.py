@@ -14,7 +14,7 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import MQTTProtocolVersion
 from paho.mqtt.reasoncodes import ReasonCode
 
-from . import mqtt_client
+from . import client as mqtt_client
 
 _LOGGER = logging.getLogger(__name__)
 

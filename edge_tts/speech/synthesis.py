@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .audio.dsp import Resampler, to_pcm16, trim_leading_silence
-from .audio.pause_gate import PauseGate
-from .config import SynthesisSettings
-from .text import EmptyTextError, prepare
-from .voice.base import SpeechVoice, SynthesisParams
-from .voice.windowed import FIRST_WINDOW_FRAMES
+from ..audio.dsp import Resampler, to_pcm16, trim_leading_silence
+from ..audio.pause_gate import PauseGate
+from ..config import SynthesisSettings
+from ..text import EmptyTextError, prepare
+from ..voice.base import SpeechVoice, SynthesisParams
+from ..voice.windowed import FIRST_WINDOW_FRAMES
 
 SENTENCE_ENDS = (".", "!", "?", ";")  # after clean(): 。！？； are these
 CLAUSE_ENDS = (",", ":")  # after clean(): ，、： are these

@@ -14,9 +14,9 @@ import itertools
 import threading
 from typing import Protocol
 
-from .audio.output import AudioOutput
+from ..audio.output import AudioOutput
+from ..messages.request import SayRequest
 from .jobs import ChunkTask, Job, PlanTask, StepTask, Task
-from .messages.request import SayRequest
 
 LOOKAHEAD_CHUNKS = 2  # synthesized but unplayed chunks of the playing request
 NEXT_JOB_CHUNKS = 1  # chunks prepared for the request that plays next

@@ -11,15 +11,15 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from .audio.output import AudioOutput
-from .config import QueueSettings, SynthesisSettings
+from ..audio.output import AudioOutput
+from ..config import QueueSettings, SynthesisSettings
+from ..daemon.lifecycle import Part, Parts, nothing
+from ..daemon.telemetry import Telemetry
+from ..messages.request import SayRequest
+from ..voice.base import SpeechVoice
 from .jobs import Job
-from .lifecycle import Part, Parts, nothing
-from .messages.request import SayRequest
 from .pipeline import Pipeline
 from .synthesis import SpeechOptions
-from .telemetry import Telemetry
-from .voice.base import SpeechVoice
 
 STOP_TIMEOUT_S = 5.0
 _REQUEST_ID = "say"

@@ -11,16 +11,16 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .audio.output import AudioOutput
-from .cache.service import CacheService
-from .dedupe import PlayedStore
-from .messages.events import event
-from .messages.topics import Topics
-from .mqtt_link import MqttLink
-from .pipeline import Pipeline
+from ..audio.output import AudioOutput
+from ..cache.wiring import CacheService
+from ..messages.events import event
+from ..messages.topics import Topics
+from ..mqtt.link import MqttLink
+from ..speech.dedupe import PlayedStore
+from ..speech.pipeline import Pipeline
+from ..voice.registry import Voices
+from ..wyoming import WyomingServer
 from .telemetry import Telemetry
-from .voice.registry import Voices
-from .wyoming import WyomingServer
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import logging
 
 from ..config import CacheSettings, Settings
-from ..routing import Router
-from ..schedule import Schedule
-from ..telemetry import Telemetry
+from ..daemon.telemetry import Telemetry
+from ..speech.routing import Router
+from ..speech.schedule import Schedule
 from ..voice.registry import Voices
 from .prerender import Prerenderer
 from .serving import PhraseCache
