@@ -26,7 +26,8 @@ from edge_tts.audio import device, wav
 from edge_tts.audio.alsa import AlsaOutput
 from edge_tts.audio.device import portaudio_device
 from edge_tts.audio.dsp import fade_in_gain, fade_out_gain, ms_to_frames
-from edge_tts.audio.output import AudioUnavailableError, Utterance, open_output
+from edge_tts.audio.output import AudioUnavailableError, Utterance
+from edge_tts.audio.sinks import open_output
 from edge_tts.audio.wavdir import WavDirOutput, safe_name
 from edge_tts.config import AudioSettings
 

@@ -1,4 +1,4 @@
-"""What the pipeline plays into: the `AudioOutput` contract, and `open_output` to pick a sink.
+"""What the pipeline plays into: the `AudioOutput` contract (audio/sinks.py picks a sink).
 
 Two sinks implement it: `AlsaOutput` (audio/alsa.py: one PortAudio stream for the
 daemon's life) and `WavDirOutput` (audio/wavdir.py: a WAV file per request, for boards
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 if TYPE_CHECKING:
-    from ..config import AudioSettings
+    pass
 
 
 class AudioUnavailableError(RuntimeError):
@@ -87,20 +87,6 @@ class AudioOutput(Protocol):
     def set_volume(self, volume: float) -> None:
         """Change the gain now, for the utterance being written and every later one; audio
         already buffered ahead of the device (at most `ring_buffer_seconds`) keeps its own."""
-
-
-def open_output(settings: AudioSettings, sample_rate: int) -> AudioOutput:
-    """The output `settings.sink` names, at `sample_rate`, not started yet."""
-    # Imported here, not at the top: both sinks import this module for the contract.
-    if settings.sink == "alsa":
-        from .alsa import AlsaOutput
-
-        return AlsaOutput(settings, sample_rate)
-    if settings.sink == "wav-dir":
-        from .wavdir import WavDirOutput
-
-        return WavDirOutput(settings, sample_rate)
-    raise ValueError(f"unknown audio sink {settings.sink!r} (expected 'alsa' or 'wav-dir')")
 
 
 def check_rate(utterance: Utterance, rate: int) -> None:

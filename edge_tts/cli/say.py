@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _output(out: Path | None, audio: AudioSettings, rate: int) -> AudioOutput:
     """The daemon's ALSA output (its defaults but the device), or one WAV file."""
-    from ..audio.output import open_output
+    from ..audio.sinks import open_output
     from ..audio.wavfile import WavFileOutput
 
     return WavFileOutput(out, audio, rate) if out else open_output(audio, rate)

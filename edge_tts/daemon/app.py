@@ -12,7 +12,7 @@ import signal
 import threading
 import time
 
-from ..audio.output import open_output
+from ..audio.sinks import open_output
 from ..cache.wiring import CacheService
 from ..config import Settings
 from ..homeassistant.controls import Controls, optional_subscriptions

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 from wyoming.event import Event
@@ -28,30 +27,17 @@ from wyoming.tts import (
     SynthesizeVoice,
 )
 
-from ..daemon.telemetry import Telemetry
+from .context import Context
 from .protocol import ClientError, ClientGone, read_header_line, read_rest
 from .sender import Sender, count_error
 from .sentences import SentenceBuffer
-from .work import Response, WyomingWork
+from .work import Response
 
 _LOGGER = logging.getLogger(__name__)
 
 _LINGER_S = 1.0  # after an error: how long, and how much, of the client's input to drop
 _LINGER_BYTES = 1024 * 1024
 STOPPING_NOTICE_S = 2.0  # for the `stopping` error and the linger after it, at most
-
-
-@dataclass(frozen=True)
-class Context:
-    """What every connection of one server shares."""
-
-    work: WyomingWork
-    telemetry: Telemetry
-    info: Event  # the answer to describe
-    max_text_chars: int
-    max_data: int  # protocol.data_limit
-    idle_timeout: float
-    lead_in_ms: int
 
 
 class Connection:

@@ -28,7 +28,7 @@ from .protocol import ClientError
 from .work import Failed, Out, Response
 
 if TYPE_CHECKING:  # only the type: connection.py builds on this module
-    from .connection import Context
+    from .context import Context
 
 _LOGGER = logging.getLogger(__name__)
 

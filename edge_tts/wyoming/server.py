@@ -26,7 +26,8 @@ from ..config import Settings
 from ..daemon.telemetry import Telemetry
 from ..speech.schedule import Schedule
 from ..voice.registry import Voices
-from .connection import Connection, Context
+from .connection import Connection
+from .context import Context
 from .info import describe
 from .protocol import data_limit
 from .work import WyomingWork
