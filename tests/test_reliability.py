@@ -15,6 +15,8 @@ import yaml
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from edge_tts.mqtt.client import MAX_PACKET_BYTES
+
 from .conftest import run_cli
 from .support.broker import Broker, Recorder
 from .support.daemon_proc import DaemonProcess, daemon_config
@@ -121,6 +123,21 @@ def test_a_wildcard_response_topic_is_refused_and_playback_goes_on(rig: Daemons)
     rig.rec.wait_for(lambda: bool(rig.rec.on_topic("replies/ok")), 30, "the response topic")
     assert json.loads(rig.rec.on_topic("replies/ok")[0])["event"] == "finished"
     assert rig.kinds("odd-1") == ["rejected"]
+    assert "Traceback" not in daemon.log() and daemon.running()
+
+
+def test_a_packet_larger_than_any_request_never_reaches_the_daemon(rig: Daemons) -> None:
+    """MQTT 5: the daemon asks the broker for no packet over MAX_PACKET_BYTES (paho would
+    read a 256 MB one whole); one up to it is read and answered."""
+    daemon = rig.start(audio=wav_dir(rig))
+    rig.say({"id": "large", "text": "x" * (MAX_PACKET_BYTES // 2)})
+    rig.say({"id": "huge", "text": "x" * MAX_PACKET_BYTES})
+    rig.say({"id": "after", "text": "Next one."})
+    (done,) = rig.final("after")
+    assert done["event"] == "finished"
+    (large,) = rig.final("large")  # answered on intake, before "after" was queued
+    assert large["event"] == "rejected", large
+    assert rig.kinds("huge") == []  # dropped by the broker, never read
     assert "Traceback" not in daemon.log() and daemon.running()
 
 

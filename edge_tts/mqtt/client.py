@@ -25,6 +25,11 @@ RECONNECT_MIN_S, RECONNECT_MAX_S = 1, 30
 # Enough in-flight QoS 1 messages that a critical request is not stuck at the broker
 # behind a full queue of unacknowledged ones.
 RECEIVE_MAXIMUM = 1000
+# The largest packet the broker may send us (MQTT 5): paho reads a whole packet into
+# memory, and a broker's own limit is 256 MB by default. The largest valid request is far
+# smaller: 100,000 characters (queue.max_text_chars' maximum) at 12 bytes each as JSON
+# escapes, plus MQTT 5 properties a sender may add (response topic, correlation data).
+MAX_PACKET_BYTES = 2 * 2**20
 
 
 def protocol_of(broker: BrokerSettings) -> MQTTProtocolVersion:
@@ -84,12 +89,14 @@ def session_client(
 
 
 def connect_properties(broker: BrokerSettings, protocol: MQTTProtocolVersion) -> Properties | None:
-    """MQTT 5's CONNECT asks for the session to outlive the connection, and for room."""
+    """MQTT 5's CONNECT asks for the session to outlive the connection, for room, and
+    for no packet larger than MAX_PACKET_BYTES (the broker drops those, unanswered)."""
     if protocol != MQTTProtocolVersion.MQTTv5:
         return None
     props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
     props.SessionExpiryInterval = broker.session_expiry
     props.ReceiveMaximum = RECEIVE_MAXIMUM
+    props.MaximumPacketSize = MAX_PACKET_BYTES
     return props
 
 
