@@ -170,7 +170,7 @@ class Schedule:
                     chunk.taken = True
                     return ChunkTask(job, index)
         # Below every local need: a critical announcement waits for at most the one
-        # background step already running on each worker (README: Home Assistant).
+        # background step already running on each worker (docs/homeassistant.md: Wyoming).
         return self._background.take() if self._background is not None else None
 
     @staticmethod
