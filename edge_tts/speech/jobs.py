@@ -17,12 +17,21 @@ from ..voice.base import SpeechVoice
 from .synthesis import SpeechOptions
 
 
+class Delivery(Protocol):
+    """The message a job came in, acknowledged by the door's reporter once the job's fate
+    is known (an MQTT delivery: `mqtt/intake.py`). The engine only carries it: a repeat
+    of a queued request hands its deliveries to the first copy."""
+
+    def ack(self) -> None: ...
+
+
 class Reporter(Protocol):
     """Where a request's fate goes: events, acknowledgements, Hermes replies (the daemon's
     `MqttReporter`), or the one answer `edge-ttsd say` waits for.
 
-    A final event (finished, rejected, expired, interrupted, duplicate) sets
-    `job.concluded`; queued, started and deferred are not final."""
+    The final events are `messages.events.FINAL_KINDS`; queued, started and deferred are
+    not final. A reporter never writes the job: the engine reports through `Concluding`,
+    which marks it concluded."""
 
     def queued(self, job: Job, position: int) -> None: ...
     def started(self, job: Job) -> None: ...
@@ -32,6 +41,43 @@ class Reporter(Protocol):
     def interrupted(self, job: Job, by: str) -> None: ...
     def duplicate(self, job: Job, reason: str) -> None: ...
     def deferred(self, job: Job) -> None: ...
+
+
+class Concluding:
+    """The engine's reporter: the door's, with `job.concluded` set as the final event goes
+    out, so that the field has one writer whichever door reports."""
+
+    def __init__(self, reporter: Reporter) -> None:
+        self._reporter = reporter
+
+    def queued(self, job: Job, position: int) -> None:
+        self._reporter.queued(job, position)
+
+    def started(self, job: Job) -> None:
+        self._reporter.started(job)
+
+    def deferred(self, job: Job) -> None:
+        self._reporter.deferred(job)
+
+    def finished(self, job: Job) -> None:
+        job.concluded = True
+        self._reporter.finished(job)
+
+    def rejected(self, job: Job, reason: str) -> None:
+        job.concluded = True
+        self._reporter.rejected(job, reason)
+
+    def expired(self, job: Job) -> None:
+        job.concluded = True
+        self._reporter.expired(job)
+
+    def interrupted(self, job: Job, by: str) -> None:
+        job.concluded = True
+        self._reporter.interrupted(job, by)
+
+    def duplicate(self, job: Job, reason: str) -> None:
+        job.concluded = True
+        self._reporter.duplicate(job, reason)
 
 
 class Played(Protocol):
@@ -61,7 +107,7 @@ class Chunk:
 @dataclass(eq=False)
 class Job:
     request: SayRequest
-    deliveries: list[object]  # MQTT deliveries to acknowledge once its fate is known
+    deliveries: list[Delivery]  # to acknowledge once its fate is known
     voice: SpeechVoice
     options: SpeechOptions
     seq: int = 0
@@ -78,7 +124,7 @@ class Job:
     # Set when it must stop playing: interrupted by another request, or shutdown.
     cancel: threading.Event = field(default_factory=threading.Event)
     audio_seconds: float = 0.0
-    concluded: bool = False  # its final event is out (set by the reporter)
+    concluded: bool = False  # its final event is out (set by `Concluding`)
 
     @property
     def synth_seconds(self) -> float:
