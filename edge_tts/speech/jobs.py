@@ -7,7 +7,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Final, Protocol
 
 import numpy as np
 
@@ -91,11 +91,11 @@ class Played(Protocol):
 class Chunk:
     """One text chunk; its audio arrives in pieces while the decoder works through it."""
 
-    text: str
-    voice: SpeechVoice  # the job's own, or the one for another writing system in it
-    options: SpeechOptions
-    pieces: queue.SimpleQueue[np.ndarray | None] = field(default_factory=queue.SimpleQueue)
-    ready: threading.Event = field(default_factory=threading.Event)  # first piece, or error
+    text: Final[str]
+    voice: Final[SpeechVoice]  # the job's own, or the one for another writing system in it
+    options: Final[SpeechOptions]
+    pieces: Final[queue.SimpleQueue[np.ndarray | None]] = field(default_factory=queue.SimpleQueue)
+    ready: Final[threading.Event] = field(default_factory=threading.Event)  # 1st piece, or error
     error: str | None = None
     taken: bool = False  # a worker has it
     synth_seconds: float = 0.0
@@ -106,15 +106,23 @@ class Chunk:
 
 @dataclass(eq=False)
 class Job:
-    request: SayRequest
-    deliveries: list[Delivery]  # to acknowledge once its fate is known
-    voice: SpeechVoice
-    options: SpeechOptions
+    """A request on its way. Each field is set at creation (`Final`) or has one writer:
+    `schedule.py`, under its lock (seq, planning, played_chunks, interrupted_by, cancel,
+    deliveries); the worker that plans it (chunks, plan_error, planned_at, planned); the
+    playback thread (started_at, utterance, first_written_at, audio_seconds); `Concluding`
+    (concluded)."""
+
+    request: Final[SayRequest]
+    # To acknowledge once its fate is known. Replaced, never mutated (schedule.py): a
+    # reporter may be reading it on the playback thread.
+    deliveries: list[Delivery]
+    voice: Final[SpeechVoice]
+    options: Final[SpeechOptions]
     seq: int = 0
     chunks: list[Chunk] | None = None
     plan_error: str | None = None
     planning: bool = False  # a worker is planning it
-    planned: threading.Event = field(default_factory=threading.Event)
+    planned: Final[threading.Event] = field(default_factory=threading.Event)
     played_chunks: int = 0
     started_at: float | None = None
     planned_at: float | None = None  # monotonic: the text front-end was done
@@ -122,7 +130,7 @@ class Job:
     utterance: Utterance | None = None
     interrupted_by: str | None = None
     # Set when it must stop playing: interrupted by another request, or shutdown.
-    cancel: threading.Event = field(default_factory=threading.Event)
+    cancel: Final[threading.Event] = field(default_factory=threading.Event)
     audio_seconds: float = 0.0
     concluded: bool = False  # its final event is out (set by `Concluding`)
 
