@@ -35,7 +35,6 @@ from tests.support.broker import Broker, Recorder  # noqa: E402 - needs the repo
 from tests.support.daemon_proc import DaemonProcess, daemon_config  # noqa: E402
 
 MB = 1e6
-FINAL = ("finished", "rejected", "expired", "interrupted", "duplicate")
 
 
 def log(message: str) -> None:

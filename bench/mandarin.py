@@ -69,10 +69,10 @@ from daemon_rig import (  # noqa: E402 - bench/ is the script's own directory
 )
 from report_io import add_output_options, emit  # noqa: E402
 
+from edge_tts.messages.events import FINAL_KINDS  # noqa: E402 - needs the repo root on sys.path
 from tests.support.broker import Recorder  # noqa: E402 - needs the repo root on sys.path
 
 DEFAULT_VOICE_DIR = Path("/var/cache/edge-tts-ci/voices/zh-baker")
-FINAL = ("finished", "rejected", "expired", "interrupted", "duplicate")
 OUTPUT_RATE = 22050  # the daemon's output rate: the English voice's
 MB = 1e6
 
@@ -465,7 +465,7 @@ def await_final(recorder: Any, topic: str, rid: str, seen: int, timeout: float) 
         for _stamp, msg_topic, payload, _retain in recorder.messages[seen:]:
             if msg_topic == topic:
                 event = json.loads(payload)
-                if event.get("id") == rid and event.get("event") in FINAL:
+                if event.get("id") == rid and event.get("event") in FINAL_KINDS:
                     found.append(event)
                     return True
         return False

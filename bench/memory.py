@@ -77,7 +77,6 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from daemon_rig import (  # noqa: E402 - bench/ is the script's own directory
-    FINAL,
     MB,
     Rig,
     add_daemon_options,
@@ -100,6 +99,7 @@ from mandarin import (  # noqa: E402
 from procmem import Sample, Sampler, proc_detail, proc_status, reset_hwm  # noqa: E402
 from soak import MIXED_TEXTS  # noqa: E402
 
+from edge_tts.messages.events import FINAL_KINDS  # noqa: E402 - needs the repo root on sys.path
 from tests.support.broker import Recorder  # noqa: E402 - needs the repo root on sys.path
 
 CONFIG_NAMES = ("int8", "fp32", "int8+zh", "fp32+zh")
@@ -215,7 +215,7 @@ class Driver:
             kind = event.get("event")
             if kind == "started" and request.started is None:
                 request.started = stamp
-            elif kind in FINAL and request.kind is None:
+            elif kind in FINAL_KINDS and request.kind is None:
                 request.final_at, request.kind, request.event = stamp, str(kind), event
                 self.outstanding.discard(request.id)
                 done += 1

@@ -53,7 +53,6 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from daemon_rig import (  # noqa: E402 - bench/ is the script's own directory
-    FINAL,
     Rig,
     add_daemon_options,
     add_set_option,
@@ -69,6 +68,7 @@ from daemon_rig import (  # noqa: E402 - bench/ is the script's own directory
     voice_check,
 )
 
+from edge_tts.messages.events import FINAL_KINDS  # noqa: E402 - needs the repo root on sys.path
 from tests.support.broker import Recorder  # noqa: E402 - needs the repo root on sys.path
 
 # One word each (the default): the shortest texts that still run the whole path (text
@@ -183,7 +183,7 @@ class Soak:
             event = json.loads(payload)
             kind, rid = event.get("event"), event.get("id")
             request = self.requests.get(rid) if isinstance(rid, str) else None
-            if kind not in FINAL:
+            if kind not in FINAL_KINDS:
                 self.nonfinal[str(kind)] += 1
                 if kind == "started" and request is not None and request.started is None:
                     request.started = stamp

@@ -18,7 +18,7 @@ from edge_tts.speech.jobs import Job
 from edge_tts.speech.pipeline import Pipeline
 from edge_tts.speech.synthesis import SpeechOptions
 
-from .support.fakes import FakeOutput, FakeReporter, FakeVoice
+from .support.fakes import FakeDelivery, FakeOutput, FakeReporter, FakeVoice
 from .support.waiting import wait_until
 
 LONG = "One two three four five. Six seven eight nine ten. Eleven twelve thirteen fourteen."
@@ -48,10 +48,10 @@ class Harness:
         )
         self.pipeline.start()
 
-    def submit(self, text: str, delivery: object = None, **fields: object) -> Job:
+    def submit(self, text: str, delivery: str = "", **fields: object) -> Job:
         job = Job(
             request(text, **fields),
-            [delivery or object()],
+            [FakeDelivery(delivery)],
             self.voice,
             SpeechOptions(),
         )
@@ -160,7 +160,7 @@ def test_redelivery_while_queued_is_merged(harness: Harness) -> None:
     harness.submit("Twice.", delivery="copy-2", id="twice")
     harness.reporter.wait("finished", "twice", timeout=20)
     assert harness.reporter.of("finished").count("twice") == 1
-    assert {"copy-1", "copy-2"} <= set(harness.reporter.acked)
+    assert {FakeDelivery("copy-1"), FakeDelivery("copy-2")} <= set(harness.reporter.acked)
 
 
 def test_expired_request_is_not_played(harness: Harness) -> None:
@@ -229,7 +229,7 @@ def test_the_brokers_copy_of_a_queued_message_without_an_id_rides_on_it(
     copy = Envelope("t/pi/say", b"Doorbell.", time.monotonic(), packet_id=5, redelivered=True)
     other = Envelope("t/pi/say", b"Doorbell.", time.monotonic(), packet_id=6)
     jobs = [
-        Job(parse_say(env, 1000), [name], harness.voice, SpeechOptions())
+        Job(parse_say(env, 1000), [FakeDelivery(name)], harness.voice, SpeechOptions())
         for env, name in ((first, "first"), (copy, "copy"), (other, "other"))
     ]
     for job in jobs:
@@ -239,7 +239,9 @@ def test_the_brokers_copy_of_a_queued_message_without_an_id_rides_on_it(
     # first; the same text in another message is another request, with another id.
     assert harness.reporter.of("finished") == ["long", jobs[0].request.id, jobs[2].request.id]
     assert not harness.reporter.of("duplicate")
-    assert {"first", "copy", "other"} <= set(harness.reporter.acked)
+    assert {FakeDelivery(name) for name in ("first", "copy", "other")} <= set(
+        harness.reporter.acked
+    )
 
 
 def test_a_repeat_while_queued_is_answered_at_once(harness: Harness) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ import yaml
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from edge_tts.messages.events import FINAL_KINDS
 from edge_tts.mqtt.client import MAX_PACKET_BYTES
 
 from .conftest import run_cli
@@ -28,7 +29,6 @@ pytestmark = pytest.mark.slow
 
 SAY = "edge-tts/testpi/say"
 EVENTS = "edge-tts/testpi/events"
-FINAL = {"finished", "rejected", "expired", "interrupted", "duplicate"}
 LONG = (
     "The kitchen lights were turned off after ten minutes without movement. "
     "The washing machine has finished its cycle, and the dryer will start soon."
@@ -73,7 +73,7 @@ class Daemons:
         """Wait for `count` final events of `request_id`; return them all."""
 
         def finals() -> list[dict[str, Any]]:
-            return [e for e in self.events(request_id) if e["event"] in FINAL]
+            return [e for e in self.events(request_id) if e["event"] in FINAL_KINDS]
 
         self.rec.wait_for(
             lambda: len(finals()) >= count, timeout, f"{count} final event(s) of {request_id}"
@@ -210,18 +210,18 @@ def test_a_request_without_an_id_queued_at_a_crash_plays_after_the_restart(
     daemon = rig.start()
     rig.say("Doorbell.")
 
-    def doorbells(kinds: set[str]) -> list[dict[str, Any]]:
+    def doorbells(kinds: Collection[str]) -> list[dict[str, Any]]:
         return [e for e in rig.events() if e.get("id") != "long-1" and e["event"] in kinds]
 
-    rig.rec.wait_for(lambda: len(doorbells(FINAL)) == 1, 120, "the first doorbell played")
+    rig.rec.wait_for(lambda: len(doorbells(FINAL_KINDS)) == 1, 120, "the first doorbell played")
     rig.say({"id": "long-1", "text": LONG})
     rig.rec.wait_event(EVENTS, "started", "long-1", timeout=60)
     rig.say("Doorbell.")  # the same text again: a new request, queued behind long-1
     rig.rec.wait_for(lambda: len(doorbells({"queued"})) == 2, 60, "the second doorbell queued")
     daemon.kill()
     rig.start()  # the broker redelivers long-1 and the second doorbell, both unacknowledged
-    rig.rec.wait_for(lambda: len(doorbells(FINAL)) >= 2, 180, "the second doorbell's answer")
-    assert [e["event"] for e in doorbells(FINAL)] == ["finished", "finished"]
+    rig.rec.wait_for(lambda: len(doorbells(FINAL_KINDS)) >= 2, 180, "the second doorbell's answer")
+    assert [e["event"] for e in doorbells(FINAL_KINDS)] == ["finished", "finished"]
     # Two messages, two generated ids; the redelivery (queued again) keeps the second's.
     queued = [e["id"] for e in doorbells({"queued"})]
     assert len(set(queued)) == 2 and queued[1:] == [queued[1], queued[1]], queued
@@ -350,7 +350,7 @@ def test_a_retained_request_plays_once_and_is_never_rejected(rig: Daemons, proto
     rig.say({"id": "probe-2", "text": "Probe."})
     rig.final("probe-2")
     for request_id in ("kept-1", "kept-2"):
-        assert [k for k in rig.kinds(request_id) if k in FINAL] == ["finished"]
+        assert [k for k in rig.kinds(request_id) if k in FINAL_KINDS] == ["finished"]
     assert not [e for e in rig.events() if e["event"] == "rejected"]
 
 

@@ -41,7 +41,7 @@ from edge_tts.wyoming import WyomingServer, sentences, server
 from edge_tts.wyoming.info import wyoming_language
 from edge_tts.wyoming.sentences import SentenceBuffer
 
-from .support.fakes import FakeOutput, FakeReporter, FakeVoice
+from .support.fakes import FakeDelivery, FakeOutput, FakeReporter, FakeVoice
 from .support.waiting import DEFAULT_TIMEOUT_S, wait_until
 
 T = TypeVar("T")
@@ -92,7 +92,7 @@ class Rig:
     def say_locally(self, text: str, voice: FakeVoice, **fields: Any) -> Job:
         """An MQTT request as the intake makes it, played on the fake output."""
         request = SayRequest(id=fields.pop("id"), text=text, key="k", **fields)
-        job = Job(request, [object()], voice, SpeechOptions())
+        job = Job(request, [FakeDelivery()], voice, SpeechOptions())
         self.pipeline.submit(job)
         return job
 

@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from daemon_rig import MB, SetDaemon, log, voice_check
 
+from edge_tts.messages.events import FINAL_KINDS
 from tests.support.broker import Broker, Recorder
 from tests.support.daemon_proc import daemon_config
 
@@ -32,7 +33,6 @@ from .shim import SHIM_ENV
 _soundcard: Any = importlib.import_module("tests.support.soundcard")
 
 SHIM = Path(__file__).resolve().with_name("shim.py")
-FINAL = ("finished", "rejected", "expired", "interrupted")
 LOUD = 300  # int16 threshold, as VirtualSoundCard.first_sound_time
 SETTLE_S = 0.7  # after `finished`: the tail still in ALSA/PulseAudio comes out first
 
@@ -114,7 +114,7 @@ class Events:
                 self.queued_ts[rid] = float(event["ts"])
             elif kind == "started" and rid:
                 self.started[rid] = stamp
-            elif kind in FINAL:
+            elif kind in FINAL_KINDS:
                 if not rid:
                     self.unidentified_rejections += 1
                 elif rid in self.final:

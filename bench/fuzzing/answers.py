@@ -9,7 +9,9 @@ import time
 from collections import Counter, OrderedDict
 from typing import Any
 
-from daemon_rig import FINAL, Rig
+from daemon_rig import Rig
+
+from edge_tts.messages.events import FINAL_KINDS
 
 from .case import Case
 from .client import Client, Inbound
@@ -64,7 +66,7 @@ class Ledger:
     def _on_event(self, m: Inbound) -> None:
         event = json.loads(m.payload)
         kind, rid = str(event.get("event")), event.get("id")
-        if kind not in FINAL:
+        if kind not in FINAL_KINDS:
             self.nonfinal[kind] += 1
             return
         owners = self.by_id.get(rid, []) if isinstance(rid, str) else []

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon_rig import FINAL
+from edge_tts.messages.events import FINAL_KINDS
 
 MAX_TEXT_CHARS = 2000  # queue.max_text_chars, the daemon's default (see --max-text-chars)
 UNIQUE = "<unique>"  # response topic: fuzz/<run>/r/<index>
@@ -21,7 +21,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "expire": frozenset({"expired"}),
     "duplicate": frozenset({"duplicate"}),
     "replay": frozenset({"finished", "interrupted", "duplicate"}),  # see answers.PLAYED_HISTORY
-    "any": frozenset(FINAL),
+    "any": frozenset(FINAL_KINDS),
 }
 
 # Accepted texts are short: a synthesis costs the daemon about 0.1 s plus 20 ms per

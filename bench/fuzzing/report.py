@@ -11,6 +11,8 @@ from typing import Any
 
 from daemon_rig import fmt, print_log_and_counters, stats, voice_check
 
+from edge_tts.messages.events import FINAL_KINDS
+
 from .case import ALLOWED, Case
 from .run import Fuzz
 
@@ -201,7 +203,7 @@ def print_report(r: dict[str, Any]) -> None:
 
 
 def print_classes(r: dict[str, Any]) -> None:
-    cols = ["finished", "rejected", "expired", "interrupted", "duplicate", "none"]
+    cols = [*FINAL_KINDS, "none"]
     print(
         f"\n  {'class':16} {'sent':>5} "
         + " ".join(f"{c[:8]:>8}" for c in cols)

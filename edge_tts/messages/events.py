@@ -1,14 +1,24 @@
-"""Events and Hermes replies, rendered as the payloads the reporter publishes."""
+"""Events and Hermes replies, rendered as the payloads the reporter publishes.
+
+`EventKind` is every event on the events topic: the daemon's `status`, and those of a
+request; `FinalKind` the ones that say what became of a request (exactly one each, after
+its acknowledgement). Tests and benchmarks import `FINAL_KINDS` rather than write it out."""
 
 from __future__ import annotations
 
 import json
 import time
+from typing import Literal, get_args
 
 from .request import SayRequest
 
+FinalKind = Literal["finished", "rejected", "expired", "interrupted", "duplicate"]
+EventKind = Literal["status", "queued", "started", "deferred"] | FinalKind
 
-def event(kind: str, request: SayRequest | None, **fields: object) -> bytes:
+FINAL_KINDS: tuple[FinalKind, ...] = get_args(FinalKind)
+
+
+def event(kind: EventKind, request: SayRequest | None, **fields: object) -> bytes:
     body: dict[str, object] = {"event": kind, "ts": round(time.time(), 3)}
     if request is not None:
         body["id"] = request.id

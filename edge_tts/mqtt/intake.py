@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 
 from ..config import Settings
 from ..daemon.telemetry import Telemetry
@@ -86,7 +87,20 @@ class Intake:
     def _job(self, request: SayRequest, inbound: Inbound) -> Job:
         voice = self._voices.for_request(request)
         options = self._voices.options_for(voice, request, primary=True)
-        return Job(request=request, deliveries=[inbound], voice=voice, options=options)
+        delivery = MqttDelivery(self._link, inbound)
+        return Job(request=request, deliveries=[delivery], voice=voice, options=options)
+
+
+@dataclass(frozen=True)
+class MqttDelivery:
+    """The job's `Delivery` (speech/jobs.py): acknowledged on the connection that
+    delivered it."""
+
+    link: MqttLink
+    inbound: Inbound
+
+    def ack(self) -> None:
+        self.link.ack(self.inbound)
 
 
 def _session(payload: bytes) -> str | None:

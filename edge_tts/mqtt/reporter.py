@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from ..daemon.telemetry import Telemetry
-from ..messages.events import event, hermes_error, hermes_finished
+from ..messages.events import FINAL_KINDS, EventKind, event, hermes_error, hermes_finished
 from ..messages.parse import payload_id
 from ..messages.topics import Topics, valid_response_topic
 from ..speech.dedupe import PlayedStore
@@ -39,19 +39,17 @@ class MqttReporter:
             request.id,
         )
         for delivery in job.deliveries:
-            assert isinstance(delivery, Inbound)
-            self.link.ack(delivery)
+            delivery.ack()
         return True
 
-    def _emit(self, job: Job, kind: str, final: bool, **fields: object) -> None:
+    def _emit(self, job: Job, kind: EventKind, **fields: object) -> None:
+        final = kind in FINAL_KINDS
         if final:
             # Acknowledged first: a sender that sees the final event knows the broker will
             # not deliver the request again (both go out in order on one connection).
-            job.concluded = True
             self._answered.add(job.request.key)
             for delivery in job.deliveries:
-                assert isinstance(delivery, Inbound)
-                self.link.ack(delivery)
+                delivery.ack()
         payload = event(kind, job.request, **fields)
         self.link.publish(self.topics.events, payload)
         request = job.request
@@ -62,12 +60,12 @@ class MqttReporter:
 
     def queued(self, job: Job, position: int) -> None:
         self.telemetry.count("received")
-        self._emit(job, "queued", final=False, position=position, text_chars=len(job.request.text))
+        self._emit(job, "queued", position=position, text_chars=len(job.request.text))
 
     def started(self, job: Job) -> None:
         wait = _ms(job.started_at, job.request.received_at)
         build = {"voice": job.voice.name, **job.voice.build.as_dict()}
-        self._emit(job, "started", final=False, queue_wait_ms=wait, build=build)
+        self._emit(job, "started", queue_wait_ms=wait, build=build)
 
     def finished(self, job: Job) -> None:
         utt = job.utterance
@@ -82,7 +80,6 @@ class MqttReporter:
         self._emit(
             job,
             "finished",
-            final=True,
             time_to_first_audio_ms=ttfa,
             queue_wait_ms=_ms(job.started_at, job.request.received_at),
             audio_ms=round(job.audio_seconds * 1000),
@@ -100,17 +97,17 @@ class MqttReporter:
     def rejected(self, job: Job, reason: str) -> None:
         self.telemetry.count("rejected")
         _LOGGER.warning("Rejected %s: %s", job.request.id, reason)
-        self._emit(job, "rejected", final=True, reason=reason)
+        self._emit(job, "rejected", reason=reason)
         self._hermes_done(job, error=reason)
 
     def expired(self, job: Job) -> None:
         self.telemetry.count("expired")
-        self._emit(job, "expired", final=True)
+        self._emit(job, "expired")
         self._hermes_done(job, error="expired before it could be played")
 
     def interrupted(self, job: Job, by: str) -> None:
         self.telemetry.count("interrupted")
-        self._emit(job, "interrupted", final=True, by=by, audio_ms=round(job.audio_seconds * 1000))
+        self._emit(job, "interrupted", by=by, audio_ms=round(job.audio_seconds * 1000))
         self._hermes_done(job)
 
     def duplicate(self, job: Job, reason: str) -> None:
@@ -119,13 +116,13 @@ class MqttReporter:
         so a sender always learns what became of a message."""
         self.telemetry.count("duplicates")
         _LOGGER.info("Request %s is a duplicate (%s); not played again", job.request.id, reason)
-        self._emit(job, "duplicate", final=True, reason=reason)
+        self._emit(job, "duplicate", reason=reason)
         self._hermes_done(job)
 
     def deferred(self, job: Job) -> None:
         """Not a final event: the daemon stops, and the broker delivers it again."""
         self.telemetry.count("deferred")
-        self._emit(job, "deferred", final=False, reason="daemon stopping; plays after restart")
+        self._emit(job, "deferred", reason="daemon stopping; plays after restart")
 
     def _hermes_done(self, job: Job, error: str | None = None) -> None:
         hermes = job.request.hermes

@@ -7,7 +7,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Final, Protocol
 
 import numpy as np
 
@@ -17,12 +17,21 @@ from ..voice.base import SpeechVoice
 from .synthesis import SpeechOptions
 
 
+class Delivery(Protocol):
+    """The message a job came in, acknowledged by the door's reporter once the job's fate
+    is known (an MQTT delivery: `mqtt/intake.py`). The engine only carries it: a repeat
+    of a queued request hands its deliveries to the first copy."""
+
+    def ack(self) -> None: ...
+
+
 class Reporter(Protocol):
     """Where a request's fate goes: events, acknowledgements, Hermes replies (the daemon's
     `MqttReporter`), or the one answer `edge-ttsd say` waits for.
 
-    A final event (finished, rejected, expired, interrupted, duplicate) sets
-    `job.concluded`; queued, started and deferred are not final."""
+    The final events are `messages.events.FINAL_KINDS`; queued, started and deferred are
+    not final. A reporter never writes the job: the engine reports through `Concluding`,
+    which marks it concluded."""
 
     def queued(self, job: Job, position: int) -> None: ...
     def started(self, job: Job) -> None: ...
@@ -32,6 +41,43 @@ class Reporter(Protocol):
     def interrupted(self, job: Job, by: str) -> None: ...
     def duplicate(self, job: Job, reason: str) -> None: ...
     def deferred(self, job: Job) -> None: ...
+
+
+class Concluding:
+    """The engine's reporter: the door's, with `job.concluded` set as the final event goes
+    out, so that the field has one writer whichever door reports."""
+
+    def __init__(self, reporter: Reporter) -> None:
+        self._reporter = reporter
+
+    def queued(self, job: Job, position: int) -> None:
+        self._reporter.queued(job, position)
+
+    def started(self, job: Job) -> None:
+        self._reporter.started(job)
+
+    def deferred(self, job: Job) -> None:
+        self._reporter.deferred(job)
+
+    def finished(self, job: Job) -> None:
+        job.concluded = True
+        self._reporter.finished(job)
+
+    def rejected(self, job: Job, reason: str) -> None:
+        job.concluded = True
+        self._reporter.rejected(job, reason)
+
+    def expired(self, job: Job) -> None:
+        job.concluded = True
+        self._reporter.expired(job)
+
+    def interrupted(self, job: Job, by: str) -> None:
+        job.concluded = True
+        self._reporter.interrupted(job, by)
+
+    def duplicate(self, job: Job, reason: str) -> None:
+        job.concluded = True
+        self._reporter.duplicate(job, reason)
 
 
 class Played(Protocol):
@@ -45,11 +91,11 @@ class Played(Protocol):
 class Chunk:
     """One text chunk; its audio arrives in pieces while the decoder works through it."""
 
-    text: str
-    voice: SpeechVoice  # the job's own, or the one for another writing system in it
-    options: SpeechOptions
-    pieces: queue.SimpleQueue[np.ndarray | None] = field(default_factory=queue.SimpleQueue)
-    ready: threading.Event = field(default_factory=threading.Event)  # first piece, or error
+    text: Final[str]
+    voice: Final[SpeechVoice]  # the job's own, or the one for another writing system in it
+    options: Final[SpeechOptions]
+    pieces: Final[queue.SimpleQueue[np.ndarray | None]] = field(default_factory=queue.SimpleQueue)
+    ready: Final[threading.Event] = field(default_factory=threading.Event)  # 1st piece, or error
     error: str | None = None
     taken: bool = False  # a worker has it
     synth_seconds: float = 0.0
@@ -60,15 +106,23 @@ class Chunk:
 
 @dataclass(eq=False)
 class Job:
-    request: SayRequest
-    deliveries: list[object]  # MQTT deliveries to acknowledge once its fate is known
-    voice: SpeechVoice
-    options: SpeechOptions
+    """A request on its way. Each field is set at creation (`Final`) or has one writer:
+    `schedule.py`, under its lock (seq, planning, played_chunks, interrupted_by, cancel,
+    deliveries); the worker that plans it (chunks, plan_error, planned_at, planned); the
+    playback thread (started_at, utterance, first_written_at, audio_seconds); `Concluding`
+    (concluded)."""
+
+    request: Final[SayRequest]
+    # To acknowledge once its fate is known. Replaced, never mutated (schedule.py): a
+    # reporter may be reading it on the playback thread.
+    deliveries: list[Delivery]
+    voice: Final[SpeechVoice]
+    options: Final[SpeechOptions]
     seq: int = 0
     chunks: list[Chunk] | None = None
     plan_error: str | None = None
     planning: bool = False  # a worker is planning it
-    planned: threading.Event = field(default_factory=threading.Event)
+    planned: Final[threading.Event] = field(default_factory=threading.Event)
     played_chunks: int = 0
     started_at: float | None = None
     planned_at: float | None = None  # monotonic: the text front-end was done
@@ -76,9 +130,9 @@ class Job:
     utterance: Utterance | None = None
     interrupted_by: str | None = None
     # Set when it must stop playing: interrupted by another request, or shutdown.
-    cancel: threading.Event = field(default_factory=threading.Event)
+    cancel: Final[threading.Event] = field(default_factory=threading.Event)
     audio_seconds: float = 0.0
-    concluded: bool = False  # its final event is out (set by the reporter)
+    concluded: bool = False  # its final event is out (set by `Concluding`)
 
     @property
     def synth_seconds(self) -> float:

@@ -15,6 +15,7 @@ from ..audio.output import AudioOutput
 from ..config import QueueSettings, SynthesisSettings
 from ..daemon.lifecycle import Part, Parts, nothing
 from ..daemon.telemetry import Telemetry
+from ..messages.events import FinalKind
 from ..messages.request import SayRequest
 from ..voice.base import SpeechVoice
 from .jobs import Job
@@ -53,15 +54,14 @@ class OneShotReporter:
     acknowledge; the request's final event wakes `wait()`."""
 
     def __init__(self) -> None:
-        self.outcome: str | None = None  # the final event's kind
+        self.outcome: FinalKind | None = None
         self.reason: str | None = None
         self._done = threading.Event()
 
     def wait(self) -> None:
         self._done.wait()
 
-    def _conclude(self, job: Job, outcome: str, reason: str | None = None) -> None:
-        job.concluded = True
+    def _conclude(self, job: Job, outcome: FinalKind, reason: str | None = None) -> None:
         self.outcome, self.reason = outcome, reason
         self._done.set()
 

@@ -18,7 +18,7 @@ from ..cache.serving import ChunkAudio, PhraseCache
 from ..config import QueueSettings, SynthesisSettings
 from ..daemon.telemetry import Telemetry
 from ..text import EmptyTextError
-from .jobs import Chunk, Job, PlanTask, Played, Reporter, StepTask
+from .jobs import Chunk, Concluding, Job, PlanTask, Played, Reporter, StepTask
 from .playback import Playback, report_safely
 from .routing import Router
 from .schedule import Schedule
@@ -45,7 +45,7 @@ class Pipeline:
         self.router = router or Router(synthesis)
         self.output = output
         self.output_rate = output_rate
-        self.reporter = reporter
+        self.reporter = Concluding(reporter)
         self.telemetry = telemetry
         self.played = played
         self.cache = cache
@@ -56,7 +56,7 @@ class Pipeline:
             self._stop,
             output=output,
             output_rate=output_rate,
-            reporter=reporter,
+            reporter=self.reporter,
             telemetry=telemetry,
             played=played,
         )

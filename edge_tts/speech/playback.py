@@ -19,7 +19,7 @@ import numpy as np
 from ..audio.output import AudioOutput, AudioUnavailableError, Utterance
 from ..daemon.telemetry import Telemetry
 from ..voice.model import release_free_memory
-from .jobs import Chunk, Job, Played, Reporter
+from .jobs import Chunk, Concluding, Job, Played
 from .schedule import Schedule
 
 _LOGGER = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ class Playback:
         *,
         output: AudioOutput,
         output_rate: int,
-        reporter: Reporter,
+        reporter: Concluding,
         telemetry: Telemetry,
         played: Played,
     ) -> None:

@@ -86,7 +86,7 @@ class Schedule:
             if twin is not None:
                 # The same request is queued or playing: this delivery is acknowledged with
                 # the first copy's, once that one's fate is known.
-                twin.deliveries.extend(job.deliveries)
+                twin.deliveries = [*twin.deliveries, *job.deliveries]
                 job.deliveries = []
                 return f"already {'playing' if twin is self._playing else 'queued'}"
             if len(self._queue) >= self.size:

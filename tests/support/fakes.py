@@ -12,7 +12,8 @@ import numpy as np
 from edge_tts.audio.dsp import Shaper, fade_out_gain, ms_to_frames
 from edge_tts.audio.output import AudioUnavailableError, Utterance, check_rate
 from edge_tts.config import AudioSettings
-from edge_tts.speech.jobs import Job
+from edge_tts.messages.events import EventKind
+from edge_tts.speech.jobs import Delivery, Job
 from edge_tts.voice import files
 from edge_tts.voice.base import BuildInfo, SpeechVoice, SynthesisParams
 from edge_tts.voice.model import load_config
@@ -188,20 +189,31 @@ class FakeOutput:
         return not utterance.interrupted
 
 
+@dataclass(frozen=True)
+class FakeDelivery:
+    """A job's `Delivery` (edge_tts/speech/jobs.py), known by its name; the reporter
+    records which it acknowledged."""
+
+    name: str = ""
+
+    def ack(self) -> None: ...
+
+
 class FakeReporter:
     """The pipeline's `Reporter` (edge_tts/speech/jobs.py): records every event, acks the finals."""
 
     def __init__(self) -> None:
-        self.events: list[tuple[str, str, str]] = []  # (kind, id, detail)
-        self.acked: list[object] = []
+        self.events: list[tuple[EventKind, str, str]] = []  # (kind, id, detail)
+        self.acked: list[Delivery] = []
         self._cond = threading.Condition()
 
-    def _add(self, kind: str, job: Job, detail: str = "", final: bool = True) -> None:
+    def _add(self, kind: EventKind, job: Job, detail: str = "", final: bool = True) -> None:
         with self._cond:
             self.events.append((kind, job.request.id, detail))
             if final:
+                for delivery in job.deliveries:
+                    delivery.ack()
                 self.acked.extend(job.deliveries)
-                job.concluded = True
             self._cond.notify_all()
 
     def queued(self, job: Job, position: int) -> None:
@@ -228,11 +240,11 @@ class FakeReporter:
     def deferred(self, job: Job) -> None:
         self._add("deferred", job, final=False)
 
-    def of(self, kind: str) -> list[str]:
+    def of(self, kind: EventKind) -> list[str]:
         with self._cond:
             return [i for k, i, _ in self.events if k == kind]
 
-    def wait(self, kind: str, request_id: str, timeout: float = 10) -> None:
+    def wait(self, kind: EventKind, request_id: str, timeout: float = 10) -> None:
         deadline = time.monotonic() + timeout
         with self._cond:
             while request_id not in self.of(kind):
