@@ -85,7 +85,7 @@ class Intake:
 
     def _job(self, request: SayRequest, inbound: Inbound) -> Job:
         voice = self._voices.for_request(request)
-        options = self._voices.options_for(voice, request, primary=True)
+        options = self._voices.request_options(voice, request)
         return Job(request=request, deliveries=[inbound], voice=voice, options=options)
 
 
