@@ -204,6 +204,11 @@ def counters(doc: dict[str, Any]) -> tuple[int, int]:
     return doc["counters"]["cache_misses"], doc["counters"]["cache_hits"]
 
 
+def answers(doc: dict[str, Any], door: str) -> int:
+    """How many answers of `door` the telemetry's time-to-first-audio window holds."""
+    return int(doc["latency_by_door"][door]["time_to_first_audio_ms"]["count"])
+
+
 def test_a_text_asked_for_twice_is_synthesized_once(workdir: Path, broker: Broker) -> None:
     rec = Recorder(broker.port, [TELEMETRY])
     wy = start(workdir, broker)
@@ -218,9 +223,14 @@ def test_a_text_asked_for_twice_is_synthesized_once(workdir: Path, broker: Broke
             SynthesizeStop().event(),
         ]
         streamed = run(answer(wy.port, stream, "synthesize-stopped"))
-        telemetry_where(rec, lambda d: counters(d) == (1, 2), "a stream's hit")
+        doc = telemetry_where(rec, lambda d: counters(d) == (1, 2), "a stream's hit")
+        doc = telemetry_where(rec, lambda d: answers(d, "wyoming") >= 3, "3 Wyoming answers")
     finally:
         print(wy.daemon.log()[-6000:])  # shown when the test fails
         wy.daemon.close()
         rec.close()
     assert first.size and np.array_equal(second, first) and np.array_equal(streamed, first)
+    assert answers(doc, "wyoming") == 3 and answers(doc, "mqtt") == 0
+    assert doc["latency_by_door"]["wyoming"]["real_time_factor"]["count"] == 3
+    # `latency` stays the figures of requests played here (Home Assistant's sensors).
+    assert doc["latency"]["time_to_first_audio_ms"]["count"] == 0
