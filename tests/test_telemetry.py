@@ -13,7 +13,14 @@ import psutil
 import pytest
 
 from edge_tts.daemon import telemetry
-from edge_tts.daemon.telemetry import METRICS, Telemetry, TelemetryPublisher, Window, process_stats
+from edge_tts.daemon.telemetry import (
+    DOORS,
+    METRICS,
+    Telemetry,
+    TelemetryPublisher,
+    Window,
+    process_stats,
+)
 
 
 @pytest.mark.parametrize(
@@ -107,6 +114,24 @@ def test_non_finite_samples_are_dropped() -> None:
     latency = tel.snapshot({})["latency"]
     assert isinstance(latency, dict)
     assert latency["real_time_factor"]["count"] == 1
+
+
+def test_each_door_has_its_latency_and_only_local_playback_is_the_speakers() -> None:
+    tel = Telemetry()
+    tel.answered("mqtt", 300.0, 0.2)
+    tel.answered("wyoming", 150.0, None)  # no audio: no real-time factor
+    tel.answered("wyoming", float("nan"), 0.1)
+    snap = json.loads(json.dumps(tel.snapshot({}), allow_nan=False))
+    by_door = snap["latency_by_door"]
+    assert set(by_door) == set(DOORS)
+    assert by_door["mqtt"]["time_to_first_audio_ms"]["p50"] == 300.0
+    assert by_door["wyoming"]["time_to_first_audio_ms"]["count"] == 1
+    assert by_door["wyoming"]["real_time_factor"]["p50"] == 0.1
+    # `latency` keeps its meaning: requests played here, what Home Assistant shows.
+    assert snap["latency"]["time_to_first_audio_ms"]["count"] == 1
+    assert snap["latency"]["real_time_factor"]["p50"] == 0.2
+    with pytest.raises(KeyError, match="unknown door"):
+        tel.answered("http", 1.0, 1.0)
 
 
 def test_snapshot_is_json_and_complete() -> None:

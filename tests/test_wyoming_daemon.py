@@ -11,13 +11,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psutil
 import pytest
+from wyoming.audio import AudioChunk
+from wyoming.client import AsyncTcpClient
 from wyoming.error import Error
 from wyoming.event import Event, async_read_event
 from wyoming.info import Describe, Info
+from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
-from .support.broker import Broker, free_port
+from .support.broker import Broker, Recorder, free_port
 from .support.daemon_proc import DaemonProcess, daemon_config
 from .support.waiting import wait_until
 
@@ -26,6 +30,8 @@ pytestmark = pytest.mark.slow
 IDLE_TIMEOUT_S = 2
 MAX_CLIENTS = 2
 WAIT_S = 60.0  # for an answer of the daemon on a busy machine (the timeouts are 2 s)
+TELEMETRY = "edge-tts/testpi/telemetry"
+PHRASE = "The garage door is open."  # one chunk
 LONG = "The washing machine has finished its cycle, and the dryer will start soon. " * 25
 
 
@@ -165,3 +171,66 @@ def test_clients_at_sigterm_are_told_the_server_stops(workdir: Path, broker: Bro
     finally:
         print(wy.daemon.log()[-6000:])
         wy.daemon.close()
+
+
+# --- one engine: the phrase cache and the telemetry serve Wyoming too ------------------
+
+
+async def answer(port: int, events: list[Event], last: str) -> np.ndarray:
+    """The audio of one answer of the real `wyoming` client, up to the event `last`."""
+    pieces: list[bytes] = []
+    async with AsyncTcpClient("127.0.0.1", port) as client:
+        for event in events:
+            await client.write_event(event)
+        while (got := await client.read_event()) is not None and got.type != last:
+            assert got.type != "error", got.data
+            if AudioChunk.is_type(got.type):
+                pieces.append(AudioChunk.from_event(got).audio)
+    assert got is not None, f"the connection ended before {last}"
+    return np.frombuffer(b"".join(pieces), "<i2")
+
+
+def telemetry_where(rec: Recorder, check: Any, what: str) -> dict[str, Any]:
+    """The latest telemetry, once it satisfies `check` (it is published every second)."""
+
+    def latest() -> dict[str, Any] | None:
+        found = [json.loads(p) for _, t, p, _ in rec.messages if t == TELEMETRY]
+        return found[-1] if found and check(found[-1]) else None
+
+    return wait_until(latest, WAIT_S, what)
+
+
+def counters(doc: dict[str, Any]) -> tuple[int, int]:
+    return doc["counters"]["cache_misses"], doc["counters"]["cache_hits"]
+
+
+def answers(doc: dict[str, Any], door: str) -> int:
+    """How many answers of `door` the telemetry's time-to-first-audio window holds."""
+    return int(doc["latency_by_door"][door]["time_to_first_audio_ms"]["count"])
+
+
+def test_a_text_asked_for_twice_is_synthesized_once(workdir: Path, broker: Broker) -> None:
+    rec = Recorder(broker.port, [TELEMETRY])
+    wy = start(workdir, broker)
+    try:
+        first = run(answer(wy.port, [Synthesize(text=PHRASE).event()], "audio-stop"))
+        telemetry_where(rec, lambda d: counters(d) == (1, 0), "a miss, no hit")
+        second = run(answer(wy.port, [Synthesize(text=PHRASE).event()], "audio-stop"))
+        telemetry_where(rec, lambda d: counters(d) == (1, 1), "then a hit")
+        stream = [
+            SynthesizeStart().event(),
+            SynthesizeChunk(text=PHRASE).event(),
+            SynthesizeStop().event(),
+        ]
+        streamed = run(answer(wy.port, stream, "synthesize-stopped"))
+        doc = telemetry_where(rec, lambda d: counters(d) == (1, 2), "a stream's hit")
+        doc = telemetry_where(rec, lambda d: answers(d, "wyoming") >= 3, "3 Wyoming answers")
+    finally:
+        print(wy.daemon.log()[-6000:])  # shown when the test fails
+        wy.daemon.close()
+        rec.close()
+    assert first.size and np.array_equal(second, first) and np.array_equal(streamed, first)
+    assert answers(doc, "wyoming") == 3 and answers(doc, "mqtt") == 0
+    assert doc["latency_by_door"]["wyoming"]["real_time_factor"]["count"] == 3
+    # `latency` stays the figures of requests played here (Home Assistant's sensors).
+    assert doc["latency"]["time_to_first_audio_ms"]["count"] == 0

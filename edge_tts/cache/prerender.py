@@ -23,8 +23,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import SynthesisSettings
-from ..messages.request import SayRequest
-from ..speech.jobs import Job
 from ..speech.routing import Router
 from ..speech.schedule import Schedule
 from ..speech.synthesis import voice_audio
@@ -167,10 +165,7 @@ class Prerenderer:
 
     def _items(self, text: str) -> Iterator[_Item]:
         default = self._voices.default
-        request = SayRequest(id="prerender", text=text, key="prerender")
-        options = self._voices.options_for(default, request, primary=True)
-        job = Job(request=request, deliveries=[], voice=default, options=options)
-        for chunk in self._router.plan(job):
+        for chunk in self._router.plan(text, default, self._voices.options_for(default)):
             ci = ChunkInput.of(chunk.voice, chunk.text, chunk.options)
             yield _Item(ci, ci.key(best_build_sha256(chunk.voice)), ci.key())
 

@@ -11,6 +11,7 @@ second waits for the first and is served its audio.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,6 +25,8 @@ from ..voice.windowed import FIRST_WINDOW_FRAMES
 from .builds import best_build_sha256
 from .key import ChunkInput, ChunkKey
 from .store import CacheStore
+
+_LOGGER = logging.getLogger(__name__)
 
 # A hit is cut into pieces as the decoder would make them: a first piece as long as the
 # first decoder window (so the lead-in trim sees what it sees after synthesis), then
@@ -137,6 +140,25 @@ class PhraseCache:
     def stats(self) -> dict[str, object]:
         problem = self.store.problem
         return {"status": f"degraded: {problem}" if problem else "ok", **self.store.stats()}
+
+
+def cached_audio(
+    cache: PhraseCache | None,
+    voice: SpeechVoice,
+    text: str,
+    options: SpeechOptions,
+    first: bool,
+    whose: str,
+) -> ChunkAudio | None:
+    """A chunk's voice audio through the phrase cache, for every door that speaks (None
+    without a cache: the voice's own). `whose` names the request in the log."""
+    if cache is None:
+        return None
+    try:
+        return cache.audio(voice, text, options, first)
+    except Exception:  # speaking matters more than caching: synthesize as without it
+        _LOGGER.exception("Phrase cache lookup failed for %s", whose)
+        return None
 
 
 def replay(audio: np.ndarray, first: bool) -> Iterator[np.ndarray]:

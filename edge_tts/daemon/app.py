@@ -93,7 +93,7 @@ class Daemon:
         self.controls = Controls(s, self.topics, self.link, self.pipeline, self.output)
         # HA Assist's TTS over Wyoming: the pipeline's workers, ranked below local playback.
         self.wyoming = (
-            WyomingServer(s, self.voices, self.pipeline.schedule, self.telemetry)
+            WyomingServer(s, self.voices, self.pipeline.schedule, self.telemetry, self.cache.lookup)
             if s.wyoming.uri is not None
             else None
         )

@@ -31,6 +31,13 @@ METRICS: tuple[str, ...] = (
     "synthesis_ms",
 )
 
+# Where requests come in. An answer's latency goes into its door's windows
+# (`latency_by_door`); those played here (LOCAL_DOORS) also into `latency`, the speaker's
+# own figures (what Home Assistant's sensors show).
+DOORS: tuple[str, ...] = ("mqtt", "wyoming")
+LOCAL_DOORS: tuple[str, ...] = ("mqtt",)
+DOOR_METRICS: tuple[str, ...] = ("time_to_first_audio_ms", "real_time_factor")
+
 _QUANTILES = (("p50", 50.0), ("p95", 95.0), ("p99", 99.0))
 
 
@@ -99,6 +106,7 @@ class Telemetry:
         self._lock = threading.Lock()
         self._counters = dict.fromkeys(self.COUNTERS, 0)
         self._windows = {metric: Window(window) for metric in METRICS}
+        self._doors = {door: {m: Window(window) for m in DOOR_METRICS} for door in DOORS}
         self._started = time.monotonic()
 
     def count(self, name: str, n: int = 1) -> None:
@@ -114,6 +122,21 @@ class Telemetry:
         window = self._windows.get(metric)
         if window is None:
             raise KeyError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
+        self._add(window, metric, value)
+
+    def answered(self, door: str, ttfa_ms: float | None, rtf: float | None) -> None:
+        """One answer's time to first audio and real-time factor (None: not known)."""
+        windows = self._doors.get(door)
+        if windows is None:
+            raise KeyError(f"unknown door {door!r}; known: {', '.join(DOORS)}")
+        for metric, value in (("time_to_first_audio_ms", ttfa_ms), ("real_time_factor", rtf)):
+            if value is None:
+                continue
+            self._add(windows[metric], metric, value)
+            if door in LOCAL_DOORS:
+                self._add(self._windows[metric], metric, value)
+
+    def _add(self, window: Window, metric: str, value: float) -> None:
         if not math.isfinite(value):
             # A NaN or inf would poison every percentile and is not valid JSON either.
             _LOGGER.debug("dropping non-finite %s sample %r", metric, value)
@@ -126,14 +149,19 @@ class Telemetry:
         with self._lock:
             counters = dict(self._counters)
             samples = {metric: window.values() for metric, window in self._windows.items()}
+            by_door = {
+                door: {metric: window.values() for metric, window in windows.items()}
+                for door, windows in self._doors.items()
+            }
         # Sorting happens outside the lock so recording threads never wait on a snapshot.
-        latency = {metric: _rounded(percentiles(values)) for metric, values in samples.items()}
+        latency = _summary(samples)
         return {
             **gauges,
             "ts": round(time.time(), 3),
             "uptime_s": round(time.monotonic() - self._started, 3),
             "counters": counters,
             "latency": latency,
+            "latency_by_door": {door: _summary(values) for door, values in by_door.items()},
             "process": process_stats(),
         }
 
@@ -141,6 +169,10 @@ class Telemetry:
         if name not in self._counters:
             raise KeyError(f"unknown counter {name!r}; known: {', '.join(self.COUNTERS)}")
         return name
+
+
+def _summary(samples: Mapping[str, list[float]]) -> dict[str, dict[str, float | None]]:
+    return {metric: _rounded(percentiles(values)) for metric, values in samples.items()}
 
 
 def _rounded(stats: Mapping[str, float | None]) -> dict[str, float | None]:

@@ -86,7 +86,7 @@ class Intake:
 
     def _job(self, request: SayRequest, inbound: Inbound) -> Job:
         voice = self._voices.for_request(request)
-        options = self._voices.options_for(voice, request, primary=True)
+        options = self._voices.request_options(voice, request)
         delivery = MqttDelivery(self._link, inbound)
         return Job(request=request, deliveries=[delivery], voice=voice, options=options)
 

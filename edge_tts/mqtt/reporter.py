@@ -72,10 +72,7 @@ class MqttReporter:
         ttfa = _ms(utt.first_sample_at if utt else None, job.request.received_at)
         rtf = job.synth_seconds / job.audio_seconds if job.audio_seconds else None
         self.telemetry.count("played")
-        if ttfa is not None:
-            self.telemetry.observe("time_to_first_audio_ms", ttfa)
-        if rtf is not None:
-            self.telemetry.observe("real_time_factor", rtf)
+        self.telemetry.answered("mqtt", ttfa, rtf)
         self.telemetry.observe("synthesis_ms", job.synth_seconds * 1000)
         self._emit(
             job,

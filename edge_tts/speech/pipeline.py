@@ -14,7 +14,7 @@ import threading
 import time
 
 from ..audio.output import AudioOutput
-from ..cache.serving import ChunkAudio, PhraseCache
+from ..cache.serving import ChunkAudio, PhraseCache, cached_audio
 from ..config import QueueSettings, SynthesisSettings
 from ..daemon.telemetry import Telemetry
 from ..text import EmptyTextError
@@ -150,7 +150,8 @@ class Pipeline:
     def _plan(self, job: Job) -> None:
         try:
             job.voice.speaker_id(job.options.speaker)
-            job.chunks = self.router.plan(job)
+            request = job.request
+            job.chunks = self.router.plan(request.text, job.voice, job.options, request.speed)
         except (EmptyTextError, ValueError) as err:
             job.plan_error = str(err)
         except Exception as err:
@@ -188,12 +189,10 @@ class Pipeline:
 
     def _cached_audio(self, job: Job, chunk: Chunk, first: bool) -> ChunkAudio | None:
         """The chunk's voice audio through the phrase cache (None: the voice's own)."""
-        if self.cache is None or not job.request.cache:
+        if not job.request.cache:
             return None
-        try:
-            audio = self.cache.audio(chunk.voice, chunk.text, chunk.options, first)
-        except Exception:  # speaking matters more than caching: synthesize as without it
-            _LOGGER.exception("Phrase cache lookup failed for %s", job.request.id)
-            return None
-        chunk.cached = audio.cached
+        audio = cached_audio(
+            self.cache, chunk.voice, chunk.text, chunk.options, first, job.request.id
+        )
+        chunk.cached = audio is not None and audio.cached
         return audio

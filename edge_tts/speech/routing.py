@@ -16,7 +16,8 @@ from ..text import EmptyTextError, prepare
 from ..text.scripts import native_scripts, script_of
 from ..voice.base import SpeechVoice
 from ..voice.registry import Voices
-from .jobs import Chunk, Job
+from .jobs import Chunk
+from .synthesis import SpeechOptions
 
 _LATIN: Final = "LATIN"
 _SCRIPT_LANGUAGE: Final = {"CJK": "zh", _LATIN: "en"}  # whose voice a run goes to first
@@ -29,28 +30,34 @@ class Segment:
 
 
 class Router:
-    """Splits a job's text into segments by writing system and plans their chunks."""
+    """Splits a text into segments by writing system and plans their chunks."""
 
     def __init__(self, synthesis: SynthesisSettings, voices: Voices | None = None):
-        """Without `voices` (`edge-ttsd say`, tests of the pipeline) the job's own voice
+        """Without `voices` (`edge-ttsd say`, tests of the pipeline) the voice asked for
         speaks everything."""
         self._voices = voices
         self._synthesis = synthesis
 
-    def plan(self, job: Job) -> list[Chunk]:
-        """The job's chunks, each with the voice and options that speak it. Raises
-        EmptyTextError when nothing is speakable, ValueError (UnsupportedScriptError) for
-        text no configured voice reads, with the language named."""
+    def plan(
+        self, text: str, voice: SpeechVoice, options: SpeechOptions, speed: float | None = None
+    ) -> list[Chunk]:
+        """`text`'s chunks, each with the voice and options that speak it: `voice` with
+        `options`, or another voice for another writing system in it, with its own
+        configured speaker and pace at `speed` and the same volume. Raises EmptyTextError
+        when nothing is speakable, ValueError (UnsupportedScriptError) for text no
+        configured voice reads, with the language named."""
         chunks: list[Chunk] = []
-        for segment in self.segments(job.request.text, job.voice):
-            options = job.options
-            if segment.voice is not job.voice and self._voices is not None:
-                options = self._voices.options_for(segment.voice, job.request, primary=False)
+        for segment in self.segments(text, voice):
+            segment_options = options
+            if segment.voice is not voice and self._voices is not None:
+                segment_options = self._voices.options_for(
+                    segment.voice, speed=speed, volume=options.volume
+                )
             first_chars = self._synthesis.first_chunk_chars if not chunks else None
-            for text in self._prepare(segment, first_chars):
-                chunks.append(Chunk(text, voice=segment.voice, options=options))
+            for piece in self._prepare(segment, first_chars):
+                chunks.append(Chunk(piece, voice=segment.voice, options=segment_options))
         if not chunks:
-            raise EmptyTextError(f"text has nothing speakable: {job.request.text[:40]!r}")
+            raise EmptyTextError(f"text has nothing speakable: {text[:40]!r}")
         return chunks
 
     def _prepare(self, segment: Segment, first_chars: int | None) -> list[str]:

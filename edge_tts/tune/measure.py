@@ -19,7 +19,8 @@ from pathlib import Path
 import psutil
 
 from ..config import SynthesisSettings, VoiceSettings
-from ..speech.synthesis import Synthesizer
+from ..speech.routing import Router
+from ..speech.synthesis import SpeechOptions, render
 from ..voice import files
 from ..voice.base import SpeechVoice, SynthesisParams
 from ..voice.model import Voice, release_free_memory
@@ -189,11 +190,15 @@ def _race(
 def _speak(
     voice: SpeechVoice, synthesis: SynthesisSettings, text: str
 ) -> tuple[float, float, float]:
-    """Seconds to the first audio and in all, and seconds of audio made."""
+    """Seconds to the first audio and in all, and seconds of audio made: planned by the
+    router and rendered as a request's chunks are (without the phrase cache: it is the
+    voice that is measured)."""
     started = time.perf_counter()
     first: float | None = None
     audio = 0.0
-    for chunk in Synthesizer(voice, synthesis).chunks(text):
-        first = first if first is not None else time.perf_counter() - started
-        audio += chunk.seconds
+    chunks = Router(synthesis).plan(text, voice, SpeechOptions())
+    for index, chunk in enumerate(chunks):
+        for pcm in render(chunk.voice, chunk.text, chunk.options, first=index == 0):
+            first = first if first is not None else time.perf_counter() - started
+            audio += len(pcm) / voice.sample_rate
     return first or 0.0, time.perf_counter() - started, audio

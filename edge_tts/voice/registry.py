@@ -73,26 +73,41 @@ class Voices:
 
     def for_request(self, request: SayRequest) -> SpeechVoice:
         """The voice a request names, or the one for its language, or the default."""
-        if request.voice is not None or request.language is None:
-            return self.get(request.voice)
-        voice = self.for_language(request.language)
+        return self.choose(request.voice, request.language)
+
+    def choose(self, name: str | None, language: str | None) -> SpeechVoice:
+        """The voice named, or the one for `language`, or the default; BadRequest for an
+        unknown name or a language no voice speaks."""
+        if name is not None or language is None:
+            return self.get(name)
+        voice = self.for_language(language)
         if voice is None:
             codes = sorted({primary_language(v.language) for v in self._voices.values()})
-            raise BadRequest(
-                f"no voice for language {request.language!r} (configured: {', '.join(codes)})"
-            )
+            raise BadRequest(f"no voice for language {language!r} (configured: {', '.join(codes)})")
         return voice
 
-    def options_for(self, voice: SpeechVoice, request: SayRequest, primary: bool) -> SpeechOptions:
-        """How `voice` speaks the request: its configured speaker and pace, the request's
-        speed and volume; the request's speaker only for the voice it asked for."""
+    def request_options(self, voice: SpeechVoice, request: SayRequest) -> SpeechOptions:
+        """How `voice`, the one the request asked for, speaks it."""
+        return self.options_for(
+            voice, speaker=request.speaker, speed=request.speed, volume=request.volume
+        )
+
+    def options_for(
+        self,
+        voice: SpeechVoice,
+        *,
+        speaker: str | None = None,
+        speed: float | None = None,
+        volume: float | None = None,
+    ) -> SpeechOptions:
+        """How `voice` speaks: `speaker` (else its configured one), its configured pace at
+        `speed`, at `volume` (default 1)."""
         vs = self.settings_for(voice)
         base = vs.length_scale or voice.length_scale
-        speaker = request.speaker if primary and request.speaker is not None else vs.speaker
         return SpeechOptions(
-            speaker=speaker,
-            length_scale=base / (request.speed or 1.0),
-            volume=request.volume if request.volume is not None else 1.0,
+            speaker=speaker if speaker is not None else vs.speaker,
+            length_scale=base / (speed or 1.0),
+            volume=volume if volume is not None else 1.0,
         )
 
     def settings_for(self, voice: SpeechVoice) -> VoiceSettings:

@@ -169,6 +169,11 @@ class Sender:
         self.failed = True
 
     async def _finish(self, response: Response, first_at: float, audio_s: float) -> None:
+        asked = response.first_text_at
+        ttfa = (first_at - asked) * 1000 if first_at and asked is not None else None
+        rtf = response.synth_seconds / audio_s if audio_s else None
+        # Before the end goes out: a client that has the end finds the answer counted.
+        self.ctx.telemetry.answered("wyoming", ttfa, rtf)
         if first_at:
             await self.write(AudioStop().event())
         if response.streaming:

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import urlparse
 
+from ..cache.serving import PhraseCache
 from ..config import Settings
 from ..daemon.telemetry import Telemetry
 from ..speech.schedule import Schedule
@@ -41,13 +42,18 @@ LISTEN_RETRY_S = 10.0
 
 class WyomingServer:
     def __init__(
-        self, settings: Settings, voices: Voices, schedule: Schedule, telemetry: Telemetry
+        self,
+        settings: Settings,
+        voices: Voices,
+        schedule: Schedule,
+        telemetry: Telemetry,
+        cache: PhraseCache | None = None,
     ) -> None:
         if settings.wyoming.uri is None:
             raise ValueError("the Wyoming server needs wyoming.uri")
         self.uri = settings.wyoming.uri
         self.max_clients = settings.wyoming.max_clients
-        self.work = WyomingWork(settings, voices, schedule.wake)
+        self.work = WyomingWork(settings, voices, schedule.wake, cache)
         self._schedule = schedule
         max_data = data_limit(settings.queue.max_text_chars)
         self._ctx = Context(

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..cache.serving import ChunkAudio, PhraseCache, cached_audio
 from ..config import Settings
-from ..messages.request import SayRequest
-from ..speech.jobs import Chunk, Job, StepTask
+from ..speech.jobs import Chunk, StepTask
 from ..speech.routing import Router
 from ..speech.synthesis import SpeechOptions, render
 from ..text import EmptyTextError
@@ -59,9 +59,9 @@ Emit = Callable[[Out], None]
 class VoiceChoice:
     """Which voice speaks a response, how, and at which rate its audio goes out."""
 
+    name: str  # for logs: which response it is
     voice: SpeechVoice
     options: SpeechOptions
-    request: SayRequest  # its voice, language and speaker, for the router
 
     @property
     def rate(self) -> int:
@@ -75,7 +75,7 @@ class Response:
     the synthesis runs outside it, in one worker at a time (`busy`)."""
 
     def __init__(self, work: WyomingWork, choice: VoiceChoice, emit: Emit, streaming: bool) -> None:
-        self.name = choice.request.id
+        self.name = choice.name
         self.choice = choice
         self.streaming = streaming  # text comes sentence by sentence (synthesize-chunk)
         self.opened_at = time.monotonic()
@@ -90,6 +90,8 @@ class Response:
         self._input_closed = False
         self._over = False  # finished, failed or cancelled: nothing more is emitted
         self._backlog_s = 0.0
+        self.first_text_at: float | None = None  # monotonic: the first text came
+        self.synth_seconds = 0.0  # spent making its audio (its workers' time)
 
     # --- from the connection (event loop thread) -----------------------------------
 
@@ -98,6 +100,8 @@ class Response:
             if self._over:
                 return
             self._texts.append(text)
+            if self.first_text_at is None:
+                self.first_text_at = time.monotonic()
         self._work.wake()
 
     def close_input(self) -> None:
@@ -181,12 +185,19 @@ class Response:
     def _render(self, chunk: Chunk) -> None:
         rate = self.choice.rate
         first, self._spoken = not self._spoken, True
-        for pcm in render(chunk.voice, chunk.text, chunk.options, first, rate):
-            with self._lock:
-                if self._over:
-                    return
-                self._backlog_s += len(pcm) / rate
-            self._emit(pcm)
+        started = time.monotonic()
+        audio = self._work.cached_audio(chunk, first, self.name)
+        try:
+            for pcm in render(chunk.voice, chunk.text, chunk.options, first, rate, audio):
+                with self._lock:
+                    if self._over:
+                        return
+                    self._backlog_s += len(pcm) / rate
+                self._emit(pcm)
+        finally:
+            if audio is not None:
+                audio.close()  # a synthesis cut short: whoever waits for its chunk goes on
+            self.synth_seconds += time.monotonic() - started
 
     def _fail(self, text: str, code: str) -> None:
         with self._lock:
@@ -208,10 +219,17 @@ class Response:
 class WyomingWork:
     """The open responses, handed to the pipeline's workers one step at a time, in turn."""
 
-    def __init__(self, settings: Settings, voices: Voices, wake: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        voices: Voices,
+        wake: Callable[[], None],
+        cache: PhraseCache | None = None,
+    ) -> None:
         self.lock = threading.Lock()
         self.wake = wake  # the schedule's: an idle worker looks for work again
         self._voices = voices
+        self._cache = cache  # the pipeline's: None with cache.enabled off
         self._responses: deque[Response] = deque()
         self._names = itertools.count(1)
         synthesis = settings.synthesis
@@ -232,13 +250,10 @@ class WyomingWork:
         """A new response in the voice a client named (by name, else by language, else the
         default voice). ValueError (BadRequest) for a voice or speaker there is not."""
         name = f"wyoming-{next(self._names)}"
-        request = SayRequest(
-            id=name, text="", key=name, voice=voice, language=language, speaker=speaker
-        )
-        chosen = self._voices.for_request(request)
-        options = self._voices.options_for(chosen, request, primary=True)
+        chosen = self._voices.choose(voice, language)
+        options = self._voices.options_for(chosen, speaker=speaker)
         chosen.speaker_id(options.speaker)
-        response = Response(self, VoiceChoice(chosen, options, request), emit, streaming)
+        response = Response(self, VoiceChoice(name, chosen, options), emit, streaming)
         with self.lock:
             self._responses.append(response)
         return response
@@ -268,12 +283,14 @@ class WyomingWork:
         sentence with nothing to say (a lone "...") is skipped; the text of a plain
         request must have something (EmptyTextError)."""
         choice = response.choice
-        request = dataclasses.replace(choice.request, text=text)
-        job = Job(request, [], choice.voice, choice.options)
         router = self._first_router if first else self._rest_router
         try:
-            return router.plan(job)
+            return router.plan(text, choice.voice, choice.options)
         except EmptyTextError:
             if not response.streaming:
                 raise
             return []
+
+    def cached_audio(self, chunk: Chunk, first: bool, whose: str) -> ChunkAudio | None:
+        """The chunk's voice audio through the phrase cache, as an MQTT request's."""
+        return cached_audio(self._cache, chunk.voice, chunk.text, chunk.options, first, whose)
