@@ -68,6 +68,14 @@ class Broker:
         if proc is not None:
             stop_process(proc, timeout=10)
 
+    def kill(self) -> None:
+        """Kill Mosquitto at once (SIGKILL: a crash or power cut); start() brings it back on
+        the same port with what it had persisted."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait(timeout=DEFAULT_TIMEOUT_S)
+
     def __enter__(self) -> Broker:
         self.start()
         return self
