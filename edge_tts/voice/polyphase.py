@@ -23,6 +23,31 @@ SUFFIX = "_polyphase"
 _INT64_MAX = np.iinfo(np.int64).max
 
 
+# Not Slice: listing it makes onnxruntime's calibrator collect every Slice output of the
+# graph, and the duration predictor's include empty tensors, which its histograms reject.
+INTERLEAVE_OPS = ("Reshape", "Transpose")
+
+
+def interleave_nodes(model: onnx.ModelProto, convs: list[str]) -> list[str]:
+    """The Reshape/Transpose nodes that interleave the phases of these polyphase Convs.
+
+    Quantized with their Conv, they move uint8 instead of float (onnxruntime drops the
+    Q/DQ pairs between them), a quarter of the memory traffic at the highest sample rates.
+    """
+    blocks = tuple(name.removesuffix("/Conv") + "/" for name in convs if SUFFIX + "/" in name)
+    return [
+        node.name
+        for node in model.graph.node
+        if blocks and node.op_type in INTERLEAVE_OPS and node.name.startswith(blocks)
+    ]
+
+
+def original_name(name: str) -> str:
+    """The ConvTranspose a rewritten node came from (other names unchanged)."""
+    head, sep, _ = name.partition(SUFFIX + "/")
+    return head if sep else name
+
+
 def _attrs(node: onnx.NodeProto) -> dict[str, object]:
     return {attr.name: helper.get_attribute_value(attr) for attr in node.attribute}
 
