@@ -13,6 +13,8 @@ Engines (all on CPUExecutionProvider, 2 intra-op threads, 1 inter-op thread):
     int8-1win  the same with one decoder window per sentence (no short first window):
            what the fast first sound costs in throughput
     piper  piper-tts's PiperVoice (one chunk per sentence) on the same FP32 model
+    int8-cand  with `--candidate PATH`: our engine on another INT8 build (e.g. a new
+           scheme's), in the same interleaved run, for its ratios to all of the above
 
 Each engine lives in its own worker process (`--worker ENGINE`), so its peak RSS is its
 own (getrusage ru_maxrss). The three workers stay alive and the parent gates them over
@@ -51,6 +53,7 @@ from report_io import emit  # noqa: E402 - bench/ is the script's own directory
 
 DEFAULT_CORPUS = REPO / "edge_tts" / "voice" / "data" / "evaluation_en.txt"
 ENGINES = ("fp32", "int8", "int8-1win", "piper")
+CANDIDATE = "int8-cand"
 WARM_UP_TEXT = "Hello there. This warms the engine up."  # not in the corpus
 QUICK_SENTENCES = 4
 PAUSE_S = 0.05  # between gated commands: lets the last engine's spinning ORT threads park
@@ -344,19 +347,23 @@ def log(message: str) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     corpus = [line.strip() for line in args.corpus.read_text("utf-8").splitlines() if line.strip()]
     sentences = corpus[: args.sentences] if args.sentences else corpus
-    int8: Path = args.int8
-    if not int8.is_file():
-        raise SystemExit(f"no INT8 build at {int8}: run `edge-ttsd quantize` first")
+    builds: dict[str, Path] = {e: args.int8 for e in ENGINES}
+    if args.candidate:
+        builds[CANDIDATE] = args.candidate
+    for build in set(builds.values()):
+        if not build.is_file():
+            raise SystemExit(f"no INT8 build at {build}: run `edge-ttsd quantize` first")
+    engines = tuple(builds)
     results = {
-        e: EngineResult(e, str(model_path(e, int8)), model_path(e, int8).stat().st_size / MB)
-        for e in ENGINES
+        e: EngineResult(e, str(model_path(e, p)), model_path(e, p).stat().st_size / MB)
+        for e, p in builds.items()
     }
     load_before = os.getloadavg()
     started = time.monotonic()
-    log(f"starting {len(ENGINES)} gated workers ...")
-    workers = {e: Worker(e, int8, args.threads) for e in ENGINES}
+    log(f"starting {len(engines)} gated workers ...")
+    workers = {e: Worker(e, builds[e], args.threads) for e in engines}
     try:
-        for e in ENGINES:  # one at a time: the others wait on stdin
+        for e in engines:  # one at a time: the others wait on stdin
             answer = workers[e].ask(cmd="load", warm=True)
             r = results[e]
             r.rss_after_imports_mb = workers[e].ready["rss_mb"]
@@ -368,14 +375,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         step = 0
         for round_no in range(args.rounds):
             for index, text in enumerate(sentences):
-                for e in rotated(ENGINES, step):
+                for e in rotated(engines, step):
                     time.sleep(PAUSE_S)
                     sample = workers[e].ask(cmd="say", text=text)
                     sample.update(round=round_no, sentence=index)
                     results[e].samples.append(sample)
                 step += 1
             log(f"  round {round_no + 1}/{args.rounds} done ({time.monotonic() - started:.0f} s)")
-        for e in ENGINES:
+        for e in engines:
             answer = workers[e].quit()
             results[e].rss_end_mb = answer["rss_mb"]
             results[e].peak_rss_mb = answer["peak_rss_mb"]
@@ -383,8 +390,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for w in workers.values():
             w.kill()
     for repeat in range(args.loads - 1):  # more load samples, from fresh processes
-        for e in rotated(ENGINES, repeat + 1):
-            fresh = Worker(e, int8, args.threads)
+        for e in rotated(engines, repeat + 1):
+            fresh = Worker(e, builds[e], args.threads)
             try:
                 results[e].load_s.append(fresh.ask(cmd="load", warm=False)["load_s"])
                 fresh.quit()
@@ -480,6 +487,8 @@ def report(
             percentile(int8.values("ttfa_s"), 50) / percentile(fp32.values("ttfa_s"), 50), 3
         ),
     }
+    if CANDIDATE in results:
+        ratios.update(candidate_ratios(results))
     from edge_tts.voice.integrity import manifest_digest
 
     return {
@@ -507,6 +516,23 @@ def report(
             ]
             for e, r in results.items()
         },
+    }
+
+
+def candidate_ratios(results: dict[str, EngineResult]) -> dict[str, float]:
+    cand, int8, fp32 = results[CANDIDATE], results["int8"], results["fp32"]
+    piper = results["piper"]
+    return {
+        "rtf_fp32_over_cand": round(fp32.rtf / cand.rtf, 3),
+        "rtf_int8_over_cand": round(int8.rtf / cand.rtf, 3),
+        "rtf_int8_over_cand_paired_median": round(
+            paired_ratio(int8, cand, "synth_s", per_audio=True), 3
+        ),
+        "cpu_fp32_over_cand": round(fp32.cpu_per_audio / cand.cpu_per_audio, 3),
+        "rtf_cand_over_piper": round(cand.rtf / piper.rtf, 3),
+        "ttfa_p50_cand_over_int8": round(
+            percentile(cand.values("ttfa_s"), 50) / percentile(int8.values("ttfa_s"), 50), 3
+        ),
     }
 
 
@@ -595,6 +621,13 @@ def print_table(result: dict[str, Any]) -> None:
         f" (int8-1win / piper {r['rtf_int8_1win_over_piper']:.2f}, its TTFA / piper's "
         f"{r['ttfa_p50_int8_1win_over_piper']:.2f})"
     )
+    if "rtf_fp32_over_cand" in r:
+        print(
+            f"  candidate: speed-up over FP32 {r['rtf_fp32_over_cand']:.2f}x (CPU time "
+            f"{r['cpu_fp32_over_cand']:.2f}x), over INT8 {r['rtf_int8_over_cand']:.2f}x "
+            f"(paired median {r['rtf_int8_over_cand_paired_median']:.2f}x), RTF / piper "
+            f"{r['rtf_cand_over_piper']:.2f}, TTFA p50 / INT8's {r['ttfa_p50_cand_over_int8']:.2f}"
+        )
     print()
     print("targets")
     for t in result["targets"]:
@@ -613,9 +646,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--loads", type=int, help="load-time samples per engine (default 3)")
     parser.add_argument("--threads", type=int, default=2, help="intra-op threads per engine")
     parser.add_argument("--int8", type=Path, default=files.default_int8_path())
+    parser.add_argument("--candidate", type=Path, help="another INT8 build to run alongside")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--json-out", type=Path, help="also write the results as JSON here")
-    parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=(*ENGINES, CANDIDATE), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args.worker, args.int8, args.threads)

@@ -17,7 +17,13 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edge_tts.voice import quality
-from edge_tts.voice.quantize import DEFAULT_SCHEME, SCHEMES, manifest_path, quantize
+from edge_tts.voice.quantize import (
+    DEFAULT_SCHEME,
+    SCHEMES,
+    manifest_path,
+    quantize,
+    recipe_fingerprint,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "edge_tts" / "voice" / "data"
@@ -147,6 +153,17 @@ def test_registry_has_baseline_and_default() -> None:
     assert DEFAULT_SCHEME in SCHEMES
     with pytest.raises(KeyError):
         quantize(Path("unused.onnx"), Path("unused-int8.onnx"), "no-such-scheme", [])
+
+
+def test_existing_recipes_keep_their_fingerprints() -> None:
+    # A changed fingerprint makes every installed build stale (`quantize --if-stale`
+    # rebuilds it); Scheme fields added later must not move the existing schemes'.
+    assert recipe_fingerprint(SCHEMES["static-fast"], [[1, 2, 3]]) == (
+        "3942dc8b9c72853fe6911cf7ab851ac30000971a617f741bec5e24734e30ac6f"
+    )
+    assert recipe_fingerprint(SCHEMES["naive-dynamic"], [[1, 2, 3]]) == (
+        "01b2e8634fdd3ff4c90102661b1d8f3aabb8938a7ae0626060d9ab9ec71bae18"
+    )
 
 
 # --- slow: the real voice ------------------------------------------------------------

@@ -47,6 +47,7 @@ from .calibration import (
     inference_scales,
     set_random_seed,
 )
+from .polyphase import INTERLEAVE_OPS, interleave_nodes, original_name, rewrite_conv_transposes
 from .schemes import DEFAULT_SCHEME, SCHEMES, Scheme
 
 __all__ = ["DEFAULT_SCHEME", "SCHEMES", "Scheme", "manifest_path", "quantize", "recipe_fingerprint"]
@@ -88,7 +89,7 @@ def _run_static(
         out,
         reader,
         quant_format=QuantFormat.QDQ,
-        op_types_to_quantize=list(scheme.op_types),
+        op_types_to_quantize=list(scheme.op_types + (INTERLEAVE_OPS if scheme.polyphase else ())),
         per_channel=scheme.per_channel,
         reduce_range=scheme.reduce_range,
         activation_type=_QUANT_TYPES[scheme.activation_type],
@@ -163,7 +164,7 @@ def _quantized_names(model: onnx.ModelProto) -> set[str]:
 
 def node_report(source: onnx.ModelProto, quantized: onnx.ModelProto) -> dict[str, Any]:
     """Per op type: how many nodes are quantized and how many stayed FP32, plus the names."""
-    done = _quantized_names(quantized)
+    done = {original_name(name) for name in _quantized_names(quantized)}
     counts: dict[str, dict[str, int]] = {}
     for op_type, count in sorted(Counter(node.op_type for node in source.graph.node).items()):
         hits = sum(1 for node in source.graph.node if node.op_type == op_type and node.name in done)
@@ -192,12 +193,26 @@ def _build_static(
     return out
 
 
+def _rewrite(scheme: Scheme, src: Path, work: Path) -> Path:
+    """The source with the scheme's ConvTransposes as polyphase Convs (before pre-processing,
+    so that shape inference covers the new nodes)."""
+    if not scheme.polyphase:
+        return src
+    model = onnx.load(src)
+    rewrite_conv_transposes(model, scheme.polyphase)
+    rewritten = work / "polyphase.onnx"
+    onnx.save_model(model, rewritten)
+    return rewritten
+
+
 def _build(scheme: Scheme, src: Path, work: Path, calibration_ids: Sequence[Sequence[int]]) -> Path:
     scales = [inference_scales(src), DETERMINISTIC_SCALES]
-    prepared = _prepare(src, work) if scheme.preprocess else src
+    source = _rewrite(scheme, src, work)
+    prepared = _prepare(source, work) if scheme.preprocess else source
     model = onnx.load(prepared)
     nodes = [node.name for node in model.graph.node if scheme.selects(node)]
     if scheme.method == "static":
+        nodes += interleave_nodes(model, nodes)
         return _build_static(scheme, model, work, nodes, PhonemeReader(calibration_ids, scales))
     out = work / "quantized.onnx"
     if scheme.method == "dynamic":
@@ -230,7 +245,10 @@ def recipe_fingerprint(recipe: Scheme, calibration_ids: Sequence[Sequence[int]])
     """Changes whenever the scheme's definition or the calibration data change, so a stale
     build is noticed even when the scheme keeps its name."""
     ids = [list(seq) for seq in calibration_ids] if recipe.method == "static" else []
-    blob = json.dumps([dataclasses.asdict(recipe), ids], sort_keys=True).encode()
+    fields = dataclasses.asdict(recipe)
+    if not recipe.polyphase:  # added later: schemes without it keep their fingerprints
+        del fields["polyphase"]
+    blob = json.dumps([fields, ids], sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()
 
 

@@ -35,6 +35,9 @@ _LOGGER = logging.getLogger(__name__)
 
 DECODER_FIRST_CONV = "/dec/conv_pre/Conv"  # torch.onnx's scope name in every Piper export
 DECODER_STAGE_CONVS = ("/dec/ups.1/ConvTranspose",)  # where later decoder stages start
+# An INT8 build may hold a ConvTranspose rewritten as "<its name><this>" (the quantizer's
+# edge_tts.voice.polyphase); that Conv then starts the stage.
+POLYPHASE_CONV = "_polyphase/Conv"
 SPEAKER_INPUTS = {"sid"}  # multi-speaker voices condition the decoder on the speaker
 _QDQ = ("QuantizeLinear", "DequantizeLinear")
 
@@ -251,7 +254,8 @@ def _cut_before(
     import onnx  # only in the child process (see check_and_split)
 
     graph = model.graph
-    node = next((n for n in graph.node if n.name == node_name), None)
+    names = (node_name, node_name + POLYPHASE_CONV)
+    node = next((n for n in graph.node if n.name in names), None)
     if node is None or not node.input:
         return None
     producers = {out: i for i, n in enumerate(graph.node) for out in n.output}
