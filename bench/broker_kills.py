@@ -7,11 +7,12 @@ times; every request must get exactly one final event and start playing at most 
 A real Mosquitto with persistence (tests/support/broker.py) and one daemon on the wav-dir
 sink (bench/daemon_rig.py). Each round publishes a batch of one-sentence requests (QoS 1,
 each acknowledged by the broker, unique ids), waits until the daemon has started one of
-them, kills the broker and starts it again on the same port. The events are recorded by a
-client with a persistent session of its own, so what the daemon publishes while the
-recorder reconnects is kept for it. At the end a last request is sent and awaited: every
-earlier one was queued before it. Counted per id: final events (exactly one wanted) and
-`started` events (more than one is a request played twice).
+them, waits for the broker to save its state (Mosquitto persists every second here;
+a SIGKILL loses what came since), kills the broker and starts it again on the same port.
+The events are recorded by a client with a persistent session of its own, so what the
+daemon publishes while the recorder reconnects is kept for it. At the end a last request
+is sent and awaited: every earlier one was queued before it. Counted per id: final events
+(exactly one wanted) and `started` events (more than one is a request played twice).
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 publish(rig, {"id": request_id, "text": f"Request {len(ids)}. Please wait."})
                 ids.append(request_id)
             events.wait(f"a start in batch {kill}", lambda b=set(batch): events.count("started", b))
+            _persisted(rig)
             rig.broker.kill()
             log(f"kill {kill + 1}/{args.kills}: broker killed with {len(ids)} requests sent")
             rig.broker.start()
@@ -126,17 +128,36 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return {"benchmark": "broker_kills", "kills": args.kills} | _tally(ids, events)
 
 
+def _persisted(rig: Rig) -> None:
+    """Wait for two more of the broker's saves (autosave_interval 1 s): what it held when
+    the batch started (sessions, queued requests) is on disk. A SIGKILL loses what came
+    since its last save, which no client can help: the rounds test what was persisted."""
+    assert rig.broker is not None
+    saves = rig.broker.log().count("Saving in-memory database")
+    deadline = time.monotonic() + WAIT_S
+    while rig.broker.log().count("Saving in-memory database") < saves + 2:
+        if time.monotonic() > deadline:
+            raise AssertionError("the broker did not save its state")
+        time.sleep(0.2)  # a bench, not a test: polling the broker's log file
+
+
 def _final(request_id: str, events: Events) -> bool:
     return any(e.get("id") == request_id and e.get("event") in FINAL_KINDS for e in events.events)
 
 
 def _tally(ids: list[str], events: Events) -> dict[str, Any]:
-    finals = Counter(e["id"] for e in events.events if e.get("event") in FINAL_KINDS)
-    starts = Counter(e["id"] for e in events.events if e.get("event") == "started")
-    kinds = Counter(e["event"] for e in events.events if e.get("event") in FINAL_KINDS)
+    """Events are QoS 1: a broker killed before it acknowledged one gets it again from the
+    daemon's client, so a subscriber may see the same event twice, identical. Those are
+    counted apart; a request answered or played twice sends two different events."""
+    seen = [json.dumps(e, sort_keys=True) for e in events.events]
+    distinct = [json.loads(e) for e in dict.fromkeys(seen)]
+    finals = Counter(e["id"] for e in distinct if e.get("event") in FINAL_KINDS)
+    starts = Counter(e["id"] for e in distinct if e.get("event") == "started")
+    kinds = Counter(e["event"] for e in distinct if e.get("event") in FINAL_KINDS)
     return {
         "requests": len(ids),
         "final_kinds": dict(kinds),
+        "events_delivered_twice": len(seen) - len(distinct),
         "no_final_event": [i for i in ids if finals[i] == 0],
         "several_final_events": [i for i in ids if finals[i] > 1],
         "started_twice": [i for i in ids if starts[i] > 1],
@@ -146,6 +167,7 @@ def _tally(ids: list[str], events: Events) -> dict[str, Any]:
 def print_report(result: dict[str, Any]) -> None:
     print(f"broker kills: {result['kills']}, requests: {result['requests']}")
     print(f"  final events by kind: {result['final_kinds']}")
+    print(f"  events delivered twice by MQTT (identical): {result['events_delivered_twice']}")
     for key in ("no_final_event", "several_final_events", "started_twice"):
         found = result[key]
         print(f"  {'PASS' if not found else 'FAIL'}  {key}: {len(found)} {found[:10]}")
