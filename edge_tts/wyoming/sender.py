@@ -96,18 +96,18 @@ class Sender:
             task.cancel()
             await asyncio.wait({task}, timeout=_CLOSE_TIMEOUT_S)  # it ends at once
 
-    async def write(self, event: Event, timeout: float | None = None) -> None:
-        """One event; TimeoutError when the client takes nothing for `timeout` (default
-        `idle_timeout`). (asyncio.timeout, not wait_for: on Python 3.11 wait_for can
-        swallow a cancel that comes as the write completes, and the sender never ends.)"""
-        async with asyncio.timeout(timeout or self.ctx.idle_timeout):
+    async def write(self, event: Event) -> None:
+        """One event; TimeoutError when the client takes nothing for `idle_timeout`.
+        (asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel that
+        comes as the write completes, and the sender never ends.)"""
+        async with asyncio.timeout(self.ctx.idle_timeout):
             await async_write_event(event, self.writer)
 
-    async def send_error(self, text: str, code: str, timeout: float | None = None) -> bool:
+    async def send_error(self, text: str, code: str) -> bool:
         """An `error` event; False when it could not be written: the client is gone, or
-        took nothing for `timeout`."""
+        took nothing for `idle_timeout`."""
         try:
-            await self.write(Error(text=text, code=code).event(), timeout)
+            await self.write(Error(text=text, code=code).event())
         except (ConnectionError, TimeoutError):
             return False
         return True
