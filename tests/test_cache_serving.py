@@ -25,6 +25,7 @@ from edge_tts.cache.wiring import load_phrases
 from edge_tts.config import (
     ConfigError,
     QueueSettings,
+    Settings,
     SynthesisSettings,
     default_settings,
     settings_from_mapping,
@@ -32,10 +33,10 @@ from edge_tts.config import (
 from edge_tts.daemon.telemetry import Telemetry
 from edge_tts.messages.parse import parse_say
 from edge_tts.messages.request import BadRequest, Envelope, SayRequest
-from edge_tts.speech.jobs import Job
+from edge_tts.speech.jobs import Job, StepTask
 from edge_tts.speech.pipeline import Pipeline
 from edge_tts.speech.routing import Router
-from edge_tts.speech.schedule import Schedule
+from edge_tts.speech.schedule import Schedule, TaskClass
 from edge_tts.speech.synthesis import SpeechOptions, render
 from edge_tts.voice import files
 from edge_tts.voice.base import SynthesisParams
@@ -201,6 +202,42 @@ class SteppedVoice(FakeVoice):
             yield np.full(1000, 0.1, np.float32)
 
 
+class Worker:
+    """A synthesis worker of `schedule` that runs producers' steps; a local request's
+    tasks are taken and dropped (the request then waits in the queue, keeping it busy)."""
+
+    def __init__(self, schedule: Schedule) -> None:
+        self.schedule = schedule
+        self.thread = threading.Thread(target=self._run, name="test-worker", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while (task := self.schedule.next_task()) is not None:
+            try:
+                if isinstance(task, StepTask):
+                    task.run()
+            finally:
+                self.schedule.task_done()
+
+    def stop(self) -> None:
+        self.schedule.stop()
+        self.thread.join(10)
+        assert not self.thread.is_alive()
+
+
+def prerenderer(
+    voices: Voices, store: CacheStore, schedule: Schedule, settings: Settings
+) -> Prerenderer:
+    router = Router(settings.synthesis, voices)
+    return Prerenderer([TEXT], store, voices, router, settings.synthesis, schedule.busy_since)
+
+
+def run(pre: Prerenderer, schedule: Schedule) -> Worker:
+    schedule.add(TaskClass.PRERENDER, pre)
+    pre.attach(schedule.wake)
+    return Worker(schedule)
+
+
 def test_the_pre_renderer_stops_between_windows_for_a_request(tmp_path: Path) -> None:
     voice = SteppedVoice()
     settings = default_settings()
@@ -208,9 +245,8 @@ def test_the_pre_renderer_stops_between_windows_for_a_request(tmp_path: Path) ->
     schedule = Schedule(4, FakeOutput(), threading.Event())
     store = CacheStore(tmp_path / "cache", 2**20)
     store.open()
-    router = Router(settings.synthesis, voices)
-    pre = Prerenderer([TEXT], store, schedule, voices, router, settings.synthesis)
-    pre.start()
+    pre = prerenderer(voices, store, schedule, settings)
+    worker = run(pre, schedule)
     try:
         voice.permits.release(2)
         wait_until(lambda: voice.windows == 2, what="two windows")
@@ -227,6 +263,7 @@ def test_the_pre_renderer_stops_between_windows_for_a_request(tmp_path: Path) ->
         assert store.stats()["phrase_entries"] == 1
     finally:
         pre.stop()
+        worker.stop()
 
 
 def fp32_builds() -> int:
@@ -246,8 +283,7 @@ def test_the_fp32_build_loads_in_the_starting_thread_and_is_dropped_after_the_pa
     store = CacheStore(tmp_path / "cache", 2**20)
     store.open()
     schedule = Schedule(4, FakeOutput(), threading.Event())
-    router = Router(settings.synthesis, voices)
-    pre = Prerenderer([TEXT], store, schedule, voices, router, settings.synthesis)
+    pre = prerenderer(voices, store, schedule, settings)
     others = fp32_builds()  # another test's FP32 voice, say
     loaders: set[str] = set()  # the threads that load a voice's sessions
 
@@ -264,13 +300,14 @@ def test_the_fp32_build_loads_in_the_starting_thread_and_is_dropped_after_the_pa
         threading.setprofile(None)
     assert loaders == {threading.current_thread().name}
     assert fp32_builds() == others + 1
-    pre.start()
+    worker = run(pre, schedule)
     try:
         wait_until(lambda: pre.state == "done", 300, "the pre-render pass")
         assert store.stats()["phrase_entries"] == 1
         wait_until(lambda: fp32_builds() == others, 60, "the FP32 build to be dropped")
     finally:
         pre.stop()
+        worker.stop()
 
 
 def pre_key(voice: FakeVoice) -> ChunkKey:

@@ -34,6 +34,8 @@ from edge_tts.daemon.telemetry import Telemetry
 from edge_tts.messages.request import Priority, SayRequest
 from edge_tts.speech.jobs import Job, StepTask
 from edge_tts.speech.pipeline import Pipeline
+from edge_tts.speech.responses import Responses
+from edge_tts.speech.schedule import TaskClass
 from edge_tts.speech.synthesis import SpeechOptions
 from edge_tts.text import split_sentences
 from edge_tts.voice.registry import Voices
@@ -74,9 +76,10 @@ class Rig:
             telemetry=self.telemetry,
             played=set[str](),
         )
-        self.server = WyomingServer(
-            self.settings, self.voices, self.pipeline.schedule, self.telemetry
-        )
+        schedule = self.pipeline.schedule
+        self.responses = Responses(self.settings.synthesis, self.voices, schedule.wake)
+        schedule.add(TaskClass.REMOTE, self.responses)
+        self.server = WyomingServer(self.settings, self.voices, self.responses, self.telemetry)
         self.pipeline.start()
         self.server.start()
 
@@ -437,7 +440,7 @@ def test_a_client_that_disconnects_mid_response_stops_its_synthesis(tmp_path: Pa
 
     try:
         run(leave_early())
-        wait_until(lambda: rig.server.work.open_responses == 0, what="the response dropped")
+        wait_until(lambda: rig.responses.open_responses == 0, what="the response dropped")
         calls = rig.voice.calls
         assert calls < 24
         assert_still_serves(rig)
@@ -537,7 +540,7 @@ def test_stopping_the_server_drops_its_clients_and_local_playback_goes_on(
 
     try:
         assert "audio-stop" not in types(run(stopped_midway()))  # cut off: the end, no stop
-        assert rig.server.work.open_responses == 0 and not rig.server.alive
+        assert rig.responses.open_responses == 0 and not rig.server.alive
         job = rig.say_locally("Local request.", FakeVoice(), id="after-stop")
         rig.reporter.wait("finished", job.request.id)
     finally:
@@ -564,7 +567,7 @@ def test_a_critical_local_request_waits_for_no_more_than_the_running_wyoming_chu
     local_voice = FakeVoice(delay=0.1)
     arrived: dict[str, float] = {}
     taken: list[float] = []  # when a worker took a Wyoming step (under the schedule's lock)
-    take = rig.server.work.take
+    take = rig.responses.take
 
     def recorded_take() -> StepTask | None:
         step = take()
@@ -572,7 +575,7 @@ def test_a_critical_local_request_waits_for_no_more_than_the_running_wyoming_chu
             taken.append(time.monotonic())
         return step
 
-    monkeypatch.setattr(rig.server.work, "take", recorded_take)
+    monkeypatch.setattr(rig.responses, "take", recorded_take)
 
     async def client(name: str) -> list[tuple[float, Event]]:
         async with rig.client() as c:

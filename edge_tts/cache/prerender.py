@@ -1,30 +1,30 @@
 """The configured phrases, rendered into the cache while the daemon has nothing to do.
 
-One thread (`prerender`). A phrase is planned like a request with that text (same
-voices, chunks and options), so its chunks have the keys a request's will look up; each
-chunk missing from the cache is rendered with the voice's best build (builds.py: FP32
-for our INT8 default voice) and stored pinned. Between two steps of the engine (the
-encoder run, then each decoder window) it asks the pipeline's schedule whether a request
-has come; if one has, it stops there and resumes, with the same generator, once the
-daemon is idle again. A request therefore shares the CPU with at most the one window
-that was running when it arrived; the log says how many did ("N window(s) overlapped"),
-and tests hold it to one. After a pass it sleeps until the store says a pinned entry was
-lost (a corrupt one discarded) or the directory can be written again.
+The pre-renderer is the schedule's producer of `PRERENDER` tasks (speech/schedule.py):
+a free synthesis worker takes its next step only when nothing is queued, playing or
+running. A phrase is planned like a request with that text (same voices, chunks and
+options), so its chunks have the keys a request's will look up; each chunk missing from
+the cache is rendered with the voice's best build (builds.py: FP32 for our INT8 default
+voice) and stored pinned. One step is one step of the engine (the encoder run, or one
+decoder window), so a request that comes shares the CPU with at most the one window that
+was running when it arrived; `pauses` and `max_overlap_windows` count it, and tests hold
+it to one. After a pass it waits until the store says a pinned entry was lost (a corrupt
+one discarded) or the directory can be written again (`wake`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..config import SynthesisSettings
+from ..speech.jobs import StepTask
 from ..speech.routing import Router
-from ..speech.schedule import Schedule
 from ..speech.synthesis import voice_audio
 from ..text import EmptyTextError
 from ..voice.base import SpeechVoice
@@ -36,8 +36,6 @@ from .store import CacheStore
 
 _LOGGER = logging.getLogger(__name__)
 
-_IDLE_POLL_S = 0.5  # how often a waiting pre-renderer re-checks the stop event
-
 
 @dataclass(frozen=True)
 class _Item:
@@ -46,27 +44,42 @@ class _Item:
     own: ChunkKey  # the voice's own key: an entry there is superseded once this one lands
 
 
+@dataclass
+class _Rendering:
+    """The chunk being rendered: its engine steps so far."""
+
+    item: _Item
+    stream: Iterator[np.ndarray]
+    pieces: list[np.ndarray] = field(default_factory=list)
+
+
 class Prerenderer:
     def __init__(
         self,
         phrases: list[str],
         store: CacheStore,
-        schedule: Schedule,
         voices: Voices,
         router: Router,
         synthesis: SynthesisSettings,
+        busy_since: Callable[[], float | None],
     ) -> None:
         self.phrases = phrases
         self._store = store
-        self._schedule = schedule
         self._voices = voices
         self._router = router
         self._synthesis = synthesis
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="prerender", daemon=True)
+        self._busy_since = busy_since  # the schedule's: when a request came, if one is here
+        self._ready: Callable[[], None] = lambda: None  # the schedule's wake, once attached
+        self._lock = threading.Lock()
+        self._wanted = bool(phrases)  # a pass is to run
+        self._busy = False  # a step runs (in one worker at a time)
+        self._loading = False  # a build loads in a thread of its own
+        self._stopped = False
+        self._todo: deque[_Item] | None = None  # this pass's items not looked at yet
+        self._rendering: _Rendering | None = None
         self._builds: dict[int, SpeechVoice] = {}
         self._prepared: list[_Item] | None = None
+        self._paused = False
         self.state = "waiting for idle" if phrases else "no phrases"
         self.chunks = 0  # chunks of the phrases (distinct keys)
         self.cached = 0  # of them in the cache now
@@ -77,9 +90,9 @@ class Prerenderer:
     def prepare(self) -> None:
         """At start, before the daemon takes requests (with `synthesis.preload`): plan the
         phrases and, when one is missing from the cache, load the build that renders it.
-        That load (seconds for the FP32 model) is the one step the pre-renderer cannot
-        pause for a request, so it is done while no request can come, and in this thread:
-        a loader thread's glibc arena would keep ~28 MB of the load's freed memory for the
+        That load (seconds for the FP32 model) is the one step that cannot pause for a
+        request, so it is done while no request can come, and in this thread: a loader
+        thread's glibc arena would keep ~28 MB of the load's freed memory for the
         daemon's life (malloc_trim gives back the main arena's top, no other's)."""
         if not self.phrases or not self._synthesis.preload:
             return
@@ -87,24 +100,25 @@ class Prerenderer:
             self._prepared = self._plan()
             for item in self._prepared:
                 if self._store.problem is None and not self._store.contains(item.key):
-                    self._build(item.chunk.voice, quietly=False)
+                    self._build_now(item.chunk.voice)
         except Exception:  # phrases are a nicety: the daemon starts without them
             _LOGGER.exception("Cannot prepare the phrases for pre-rendering")
             self.state = "failed (see the log)"
 
-    def start(self) -> None:
-        if self.phrases:
-            self._thread.start()
+    def attach(self, ready: Callable[[], None]) -> None:
+        """`ready` (the schedule's wake) is called whenever a step can be taken again."""
+        self._ready = ready
+        ready()
 
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
 
     def wake(self) -> None:
         """Something was lost or can be stored again: run another pass."""
-        self._wake.set()
+        with self._lock:
+            self._wanted = True
+        self._ready()
 
     def progress(self) -> dict[str, object]:
         return {
@@ -117,38 +131,120 @@ class Prerenderer:
             "max_overlap_windows": self.max_overlap,
         }
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.clear()
-            try:
-                self._pass()
-            except Exception:  # a bug here must not take speech down: log, wait for a wake
-                _LOGGER.exception("Pre-rendering the phrases failed")
-                self.state = "failed (see the log)"
-            finally:
-                self._builds.clear()  # the FP32 build's memory goes back until next time
-                release_free_memory()
-            self._wake.wait()
+    # --- for the schedule (under its lock) ----------------------------------------------
 
-    def _pass(self) -> None:
-        if not self._wait_idle():
-            return
+    def take(self) -> StepTask | None:
+        with self._lock:
+            idle = self._todo is None and self._rendering is None and not self._wanted
+            if self._busy or self._loading or self._stopped or idle:
+                return None
+            self._busy = True
+        return StepTask("prerender", self._step)
+
+    # --- in a synthesis worker ----------------------------------------------------------
+
+    def _step(self) -> None:
+        try:
+            self._resumed()
+            if self._rendering is not None:
+                self._next_window(self._rendering)
+            elif self._todo:
+                self._next_item(self._todo.popleft())
+            else:
+                self._begin_pass()
+        except Exception:  # a bug here must not take speech down: log, wait for a wake
+            _LOGGER.exception("Pre-rendering the phrases failed")
+            self.state = "failed (see the log)"
+            self._end_pass()
+        finally:
+            with self._lock:
+                self._busy = False
+            self._ready()
+
+    def _resumed(self) -> None:
+        if self._paused:
+            self._paused = False
+            _LOGGER.info("Pre-render resumed: the daemon is idle")
+
+    def _begin_pass(self) -> None:
+        with self._lock:
+            self._wanted = False
         items = self._prepared if self._prepared is not None else self._plan()
         self._prepared = None
         self._store.pin(item.key.digest for item in items)
         self.chunks = len(items)
         self.cached = sum(self._store.contains(item.key) for item in items)
         self.skipped = 0
-        for item in items:
-            if self._stop.is_set():
+        self._todo = deque(items)
+        self._check_done()
+
+    def _next_item(self, item: _Item) -> None:
+        if self._store.problem is not None:
+            self.state = "waiting: the cache cannot be written"
+            self._end_pass()
+        elif not self._store.contains(item.key):
+            self.state = f"rendering {item.chunk.text[:40]!r}"
+            build = self._builds.get(id(item.chunk.voice))
+            if build is None:
+                self._todo_first(item)
+                self._load_quietly(item.chunk.voice)
                 return
-            if self._store.problem is not None:
-                self.state = "waiting: the cache cannot be written"
-                return
-            if not self._store.contains(item.key):
-                self._render_one(item)
-        self.state = "done"
-        _LOGGER.info("Phrases pre-rendered: %d of %d chunks cached", self.cached, self.chunks)
+            # first=True: windows of at least FIRST_WINDOW_FRAMES. The engine sizes windows
+            # by the audio ahead of a listener; here there is none, and without a first
+            # window size it would go on one frame at a time.
+            stream = voice_audio(build, item.chunk.text, item.chunk.options, True, item.chunk.ids)
+            self._rendering = _Rendering(item, iter(stream))
+        self._check_done()
+
+    def _next_window(self, rendering: _Rendering) -> None:
+        piece = next(rendering.stream, None)
+        if piece is not None:
+            rendering.pieces.append(piece)
+            self._count_overlap()
+            return
+        self._rendering = None
+        if rendering.pieces:
+            self._keep(rendering.item, np.concatenate(rendering.pieces))
+        self._check_done()
+
+    def _count_overlap(self) -> None:
+        """A request that came while this window ran: the pre-render stops here until the
+        daemon is idle again (the schedule gives it no step before)."""
+        if self._busy_since() is None:
+            return
+        self.pauses += 1
+        self.max_overlap = max(self.max_overlap, 1)
+        self._paused = True
+        self.state = "paused for requests"
+        _LOGGER.info("Pre-render paused for a request: 1 window(s) overlapped it")
+
+    def _keep(self, item: _Item, audio: np.ndarray) -> None:
+        if self._store.put(item.key, audio):
+            self.cached += 1
+            if item.own.digest != item.key.digest:
+                self._store.discard(item.own.digest)
+        elif self._store.problem is None:
+            self.skipped += 1
+            _LOGGER.warning(
+                "Phrase chunk %r does not fit in cache.max_mb beside the others: not kept",
+                item.chunk.text[:60],
+            )
+
+    def _check_done(self) -> None:
+        if self._rendering is None and not self._todo and self._todo is not None:
+            self.state = "done"
+            _LOGGER.info("Phrases pre-rendered: %d of %d chunks cached", self.cached, self.chunks)
+            self._end_pass()
+
+    def _end_pass(self) -> None:
+        self._todo = None
+        self._rendering = None
+        self._builds.clear()  # the FP32 build's memory goes back until next time
+        release_free_memory()
+
+    def _todo_first(self, item: _Item) -> None:
+        assert self._todo is not None
+        self._todo.appendleft(item)
 
     def _plan(self) -> list[_Item]:
         """Every phrase's chunks, as a request with that text would have them."""
@@ -169,85 +265,35 @@ class Prerenderer:
             ci = ChunkInput.of(chunk.voice, chunk.text, chunk.options)
             yield _Item(ci, ci.key(best_build_sha256(chunk.voice)), ci.key())
 
-    def _render_one(self, item: _Item) -> None:
-        self.state = f"rendering {item.chunk.text[:40]!r}"
-        audio = self._render(item.chunk)
-        if audio is None or not audio.size:
-            return
-        if self._store.put(item.key, audio):
-            self.cached += 1
-            if item.own.digest != item.key.digest:
-                self._store.discard(item.own.digest)
-        elif self._store.problem is None:
-            self.skipped += 1
-            _LOGGER.warning(
-                "Phrase chunk %r does not fit in cache.max_mb beside the others: not kept",
-                item.chunk.text[:60],
-            )
+    def _open_build(self, voice: SpeechVoice) -> SpeechVoice:
+        synthesis = self._synthesis
+        return open_best_build(voice, synthesis.threads, synthesis.max_phonemes)
 
-    def _render(self, chunk: ChunkInput) -> np.ndarray | None:
-        """The chunk from its best build, pausing for requests; None when stopped."""
-        ends: list[float] = []  # when each step of the engine finished (monotonic)
-        if not self._pause_while_busy(ends, chunk):
-            return None
-        build = self._build(chunk.voice)
-        pieces: list[np.ndarray] = []
-        # first=True: windows of at least FIRST_WINDOW_FRAMES. The engine sizes windows by
-        # the audio ahead of a listener; after a pause there is none, and without a first
-        # window size it would go on one frame at a time.
-        stream: Iterator[np.ndarray] = voice_audio(
-            build, chunk.text, chunk.options, first=True, ids=chunk.ids
-        )
-        try:
-            while True:
-                if not self._pause_while_busy(ends, chunk):
-                    return None
-                piece = next(stream, None)
-                if piece is None:
-                    break
-                ends.append(time.monotonic())
-                pieces.append(piece)
-        finally:
-            close = getattr(stream, "close", None)
-            if close is not None:
-                close()
-        return np.concatenate(pieces) if pieces else None
-
-    def _pause_while_busy(self, ends: list[float], chunk: ChunkInput) -> bool:
-        """Before each step of the engine: if a request has come, wait until the daemon is
-        idle again. `ends`: when this chunk's steps so far finished, to count those that
-        ran after the request arrived. False when stopping."""
-        if self._schedule.idle():
-            return not self._stop.is_set()
-        since = self._schedule.busy_since()
-        overlap = sum(1 for end in ends if since is not None and end > since)
-        self.pauses += 1
-        self.max_overlap = max(self.max_overlap, overlap)
-        _LOGGER.info("Pre-render paused for a request: %d window(s) overlapped it", overlap)
-        self.state = "paused for requests"
-        if not self._wait_idle():
-            return False
-        _LOGGER.info("Pre-render resumed: the daemon is idle")
-        self.state = f"rendering {chunk.text[:40]!r}"
-        return True
-
-    def _wait_idle(self) -> bool:
-        """Until the daemon is idle (True) or stopping (False)."""
-        while not self._stop.is_set():
-            if self._schedule.wait_idle(_IDLE_POLL_S):
-                return not self._stop.is_set()
-        return False
-
-    def _build(self, voice: SpeechVoice, quietly: bool = True) -> SpeechVoice:
-        """The build that renders `voice`'s phrases, loaded; `quietly`: at nice 19, in a
-        thread of its own (load_quietly), for a load while the daemon serves requests."""
-        build = self._builds.get(id(voice))
-        if build is None:
-            synthesis = self._synthesis
-            build = open_best_build(voice, synthesis.threads, synthesis.max_phonemes)
-            if quietly:
-                load_quietly(build)
-            else:
-                build.load()
+    def _build_now(self, voice: SpeechVoice) -> None:
+        if id(voice) not in self._builds:
+            build = self._open_build(voice)
+            build.load()
             self._builds[id(voice)] = build
-        return build
+
+    def _load_quietly(self, voice: SpeechVoice) -> None:
+        """Load the build while the daemon serves requests: at nice 19, in a thread of its
+        own (load_quietly), so no worker waits seconds for it; the pass goes on when it is
+        loaded."""
+        with self._lock:
+            self._loading = True
+
+        def load() -> None:
+            try:
+                build = self._open_build(voice)
+                load_quietly(build)
+                self._builds[id(voice)] = build
+            except Exception:
+                _LOGGER.exception("Cannot load the build that renders the phrases")
+                self.state = "failed (see the log)"
+                self._end_pass()
+            finally:
+                with self._lock:
+                    self._loading = False
+                self._ready()
+
+        threading.Thread(target=load, name="prerender-load", daemon=True).start()

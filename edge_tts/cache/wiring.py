@@ -9,7 +9,7 @@ import logging
 from ..config import CacheSettings, Settings
 from ..daemon.telemetry import Telemetry
 from ..speech.routing import Router
-from ..speech.schedule import Schedule
+from ..speech.schedule import Schedule, TaskClass
 from ..voice.registry import Voices
 from .prerender import Prerenderer
 from .serving import PhraseCache
@@ -27,6 +27,7 @@ class CacheService:
         self.store: CacheStore | None = None
         self.lookup: PhraseCache | None = None  # what the pipeline calls
         self.prerenderer: Prerenderer | None = None
+        self._schedule: Schedule | None = None
         if cache.enabled:
             directory = settings.resolved_state_dir() / "cache"
             self.store = CacheStore(directory, int(cache.max_mb * MIB), on_change=self._changed)
@@ -37,8 +38,9 @@ class CacheService:
         if self.store is None:
             return
         phrases = load_phrases(self._settings.cache)
+        self._schedule = schedule
         self.prerenderer = Prerenderer(
-            phrases, self.store, schedule, voices, router, self._settings.synthesis
+            phrases, self.store, voices, router, self._settings.synthesis, schedule.busy_since
         )
 
     def start(self) -> None:
@@ -46,9 +48,10 @@ class CacheService:
         that renders missing phrases is loaded before the first request can come."""
         if self.store is not None:
             self.store.open()
-        if self.prerenderer is not None:
+        if self.prerenderer is not None and self._schedule is not None:
             self.prerenderer.prepare()
-            self.prerenderer.start()
+            self._schedule.add(TaskClass.PRERENDER, self.prerenderer)
+            self.prerenderer.attach(self._schedule.wake)
 
     def stop(self) -> None:
         if self.prerenderer is not None:

@@ -23,7 +23,9 @@ from ..mqtt.reporter import MqttReporter
 from ..speech.dedupe import FILE_NAME as PLAYED_FILE
 from ..speech.dedupe import PlayedStore
 from ..speech.pipeline import Pipeline
+from ..speech.responses import Responses
 from ..speech.routing import Router
+from ..speech.schedule import TaskClass
 from ..voice import files
 from ..voice.base import SpeechVoice
 from ..voice.integrity import ModelIntegrityError
@@ -86,14 +88,19 @@ class Daemon:
             cache=self.cache.lookup,
         )
         self.cache.attach(self.pipeline.schedule, self.voices, self.pipeline.router)
+        # What a remote door (Wyoming, HTTP) asks for: the same workers, below local playback.
+        self.responses = Responses(
+            s.synthesis, self.voices, self.pipeline.schedule.wake, self.cache.lookup
+        )
+        self.pipeline.schedule.add(TaskClass.REMOTE, self.responses)
         self.intake = Intake(
             s, self.voices, self.link, self.reporter, self.pipeline, self.telemetry
         )
         # Stop and volume over MQTT, and Home Assistant's discovery of them.
         self.controls = Controls(s, self.topics, self.link, self.pipeline, self.output)
-        # HA Assist's TTS over Wyoming: the pipeline's workers, ranked below local playback.
+        # HA Assist's TTS over Wyoming.
         self.wyoming = (
-            WyomingServer(s, self.voices, self.pipeline.schedule, self.telemetry, self.cache.lookup)
+            WyomingServer(s, self.voices, self.responses, self.telemetry)
             if s.wyoming.uri is not None
             else None
         )

@@ -2,13 +2,14 @@
 
 The queue is a heap in priority order, then arrival; `playing` is the job the playback
 thread has taken. Synthesis workers ask for tasks (`next_task`), the playback thread for
-jobs (`next_job`); both block until there is one or the pipeline stops. Work for clients
-that do not play here (the Wyoming server: `attach`) gets a worker only when no local
-task is waiting and playback is not waiting for a synthesis.
+jobs (`next_job`); both block until there is one or the pipeline stops. A free worker
+takes the first task it finds in the order of `TaskClass`, the one place that order is
+stated; the work of the last two classes comes from producers (`add`).
 """
 
 from __future__ import annotations
 
+import enum
 import heapq
 import itertools
 import threading
@@ -23,9 +24,21 @@ NEXT_JOB_CHUNKS = 1  # chunks prepared for the request that plays next
 _WAIT_S = 0.5  # how often a waiting thread re-checks the stop event
 
 
-class Background(Protocol):
-    """Work that plays elsewhere (Wyoming responses). `take` is called under the schedule's
-    lock, so it must be quick and must never call back into the schedule."""
+class TaskClass(enum.IntEnum):
+    """What a free synthesis worker does, first to last. Before any of them: while the
+    playing request waits for a synthesis that is running, nothing else starts (on two
+    cores a second synthesis slows the awaited one 1.1-1.4x, i.e. delays the sound)."""
+
+    PLAYING = 0  # the playing request's next chunks (LOOKAHEAD_CHUNKS ahead of the speaker)
+    NEXT = 1  # the first chunk of the local request that plays next (NEXT_JOB_CHUNKS)
+    REMOTE = 2  # responses played elsewhere (Wyoming, HTTP), taking turns (responses.py)
+    PRERENDER = 3  # the phrase cache's phrases: only when nothing else is queued or running
+
+
+class Producer(Protocol):
+    """Work of one task class. `take` is called under the schedule's lock, so it must be
+    quick and must never call back into the schedule; a producer whose work becomes ready
+    calls `Schedule.wake`."""
 
     def take(self) -> StepTask | None: ...
 
@@ -40,16 +53,18 @@ class Schedule:
         self._playing: Job | None = None
         self._seq = itertools.count()
         self._in_flight = 0
-        self._background: Background | None = None
+        self._producers: dict[TaskClass, Producer] = {}
 
-    def attach(self, background: Background) -> None:
-        """Serve `background` with the workers local requests leave idle."""
+    def add(self, task_class: TaskClass, producer: Producer) -> None:
+        """`producer` makes the work of `task_class` (REMOTE or PRERENDER)."""
+        if task_class in (TaskClass.PLAYING, TaskClass.NEXT):
+            raise ValueError(f"{task_class.name} is the queue's own work")
         with self._cond:
-            self._background = background
+            self._producers[task_class] = producer
             self._cond.notify_all()
 
     def wake(self) -> None:
-        """Background work became ready: an idle worker looks again."""
+        """A producer's work became ready: an idle worker looks again."""
         with self._cond:
             self._cond.notify_all()
 
@@ -151,27 +166,39 @@ class Schedule:
     def _pick_task(self) -> Task | None:
         playing = self._playing
         if playing is not None and self._awaited_in_flight(playing):
-            # Playback is waiting for a synthesis that is running: on two cores a second
-            # one would slow it down (measured 1.1-1.4x), i.e. delay the first sound.
             return None
-        candidates: list[tuple[Job, int]] = []
-        if playing is not None and not playing.interrupted_by:
-            candidates.append((playing, playing.played_chunks + LOOKAHEAD_CHUNKS))
-        if self._queue:
-            candidates.append((self._queue[0], NEXT_JOB_CHUNKS))
-        for job, limit in candidates:
-            if job.chunks is None:
-                if not job.planning:
-                    job.planning = True
-                    return PlanTask(job)
-                continue
-            for index, chunk in enumerate(job.chunks[:limit]):
-                if not chunk.taken:
-                    chunk.taken = True
-                    return ChunkTask(job, index)
-        # Below every local need: a critical announcement waits for at most the one
-        # background step already running on each worker (docs/homeassistant.md: Wyoming).
-        return self._background.take() if self._background is not None else None
+        for task_class in TaskClass:
+            task = self._take(task_class)
+            if task is not None:
+                return task
+        return None
+
+    def _take(self, task_class: TaskClass) -> Task | None:
+        if task_class is TaskClass.PLAYING:
+            playing = self._playing
+            if playing is None or playing.interrupted_by:
+                return None
+            return self._job_task(playing, playing.played_chunks + LOOKAHEAD_CHUNKS)
+        if task_class is TaskClass.NEXT:
+            return self._job_task(self._queue[0], NEXT_JOB_CHUNKS) if self._queue else None
+        if task_class is TaskClass.PRERENDER and not self._idle():
+            return None
+        producer = self._producers.get(task_class)
+        return producer.take() if producer is not None else None
+
+    @staticmethod
+    def _job_task(job: Job, limit: int) -> Task | None:
+        """Plan the job, or synthesize the first of its first `limit` chunks not taken."""
+        if job.chunks is None:
+            if job.planning:
+                return None
+            job.planning = True
+            return PlanTask(job)
+        for index, chunk in enumerate(job.chunks[:limit]):
+            if not chunk.taken:
+                chunk.taken = True
+                return ChunkTask(job, index)
+        return None
 
     @staticmethod
     def _awaited_in_flight(job: Job) -> bool:
@@ -211,17 +238,7 @@ class Schedule:
             self._cond.notify_all()
             return not self._queue
 
-    # --- background work (the phrase cache's pre-renderer) -------------------------------
-
-    def idle(self) -> bool:
-        """Nothing queued, playing or being synthesized."""
-        with self._cond:
-            return self._idle()
-
-    def wait_idle(self, timeout: float) -> bool:
-        """Until idle (True) or `timeout` seconds have passed (False)."""
-        with self._cond:
-            return self._cond.wait_for(self._idle, timeout)
+    # --- for the pre-renderer ---------------------------------------------------------
 
     def busy_since(self) -> float | None:
         """When the oldest request now queued or playing arrived (monotonic); None if none."""

@@ -6,7 +6,6 @@ connection.py  one client: its events in, its requests opened as responses (asyn
 sender.py      what goes back to it: events, and each response's audio as it is made
 context.py     what every connection of one server shares
 protocol.py    reading events within bounds; the errors a client is answered with
-work.py        responses as work for the pipeline's synthesis workers, below local playback
 sentences.py   streamed text into complete sentences
 info.py        the answer to `describe`: every configured voice
 """

@@ -1,7 +1,7 @@
 """One Wyoming client: its events in, on the server's loop, and its requests opened as
 responses; what goes back to it is the `Sender`'s (sender.py).
 
-The loop never synthesizes: a request becomes a `Response` (work.py) that the pipeline's
+The loop never synthesizes: a request becomes a `Response` (speech/responses.py) that the pipeline's
 workers advance, and its pieces come back to the sender through a queue. Reading and
 writing run side by side (the client of a stream sends text while audio goes out): this
 task reads, a task of the sender's writes one response at a time. Every error ends the
@@ -27,11 +27,11 @@ from wyoming.tts import (
     SynthesizeVoice,
 )
 
+from ..speech.responses import Response
 from .context import Context
 from .protocol import ClientError, ClientGone, read_header_line, read_rest
 from .sender import Sender, count_error
 from .sentences import SentenceBuffer
-from .work import Response
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from wyoming.event import Event
 
 from ..daemon.telemetry import Telemetry
-from .work import WyomingWork
+from ..speech.responses import Responses
 
 
 @dataclass(frozen=True)
 class Context:
     """What every connection of one server shares."""
 
-    work: WyomingWork
+    responses: Responses
     telemetry: Telemetry
     info: Event  # the answer to describe
     max_text_chars: int

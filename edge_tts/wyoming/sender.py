@@ -2,7 +2,7 @@
 responses, one response at a time.
 
 The connection (connection.py) reads the client's events and opens a response here for
-each request. The pipeline's workers make its audio (work.py) and hand the pieces back
+each request. The pipeline's workers make its audio (speech/responses.py) and hand the pieces back
 through a queue to a task of the response's own, which writes them as they come. That
 task runs beside the reading, because the client of a stream sends text while audio goes
 out. A response that fails, or a client that takes nothing, ends the connection: an
@@ -12,7 +12,6 @@ out. A response that fails, or a client that takes nothing, ends the connection:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Iterator
@@ -24,8 +23,8 @@ from wyoming.error import Error
 from wyoming.event import Event, async_write_event
 from wyoming.tts import SynthesizeStopped, SynthesizeVoice
 
+from ..speech.responses import Failed, Out, Response, emit_to
 from .protocol import ClientError
-from .work import Failed, Out, Response
 
 if TYPE_CHECKING:  # only the type: connection.py builds on this module
     from .context import Context
@@ -59,16 +58,11 @@ class Sender:
         """A new response (after the one before it is out: one at a time per client)."""
         await self.drain()
         await self.end()
-        loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Out] = asyncio.Queue()  # bounded by the response's backlog
-
-        def emit(item: Out) -> None:  # from a synthesis worker
-            with contextlib.suppress(RuntimeError):  # the loop is closed: the server stopped
-                loop.call_soon_threadsafe(queue.put_nowait, item)
-
         try:
-            response = self.ctx.work.open(
-                emit,
+            response = self.ctx.responses.open(
+                emit_to(queue, asyncio.get_running_loop()),
+                door="wyoming",
                 streaming=streaming,
                 voice=voice.name if voice else None,
                 language=voice.language if voice else None,

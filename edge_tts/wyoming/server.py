@@ -3,9 +3,10 @@
 An asyncio loop in the thread `wyoming` accepts connections (at most
 `wyoming.max_clients` at once; one more gets an `error` event and is closed) and runs a
 `Connection` for each. Synthesis runs on the pipeline's workers, below local playback
-(work.py, schedule.py), never on the loop. The wyoming package gives the event types and
-their writer; its AsyncServer is not used, because its reader reads any data length a
-client announces and it has no limit on connections and no idle timeout.
+(speech/responses.py, speech/schedule.py), never on the loop. The wyoming package gives
+the event types and their writer; its AsyncServer is not used, because its reader reads
+any data length a client announces and it has no limit on connections and no idle
+timeout.
 
 An address that cannot be bound (the port is taken) degrades the daemon, which says so
 in its status and telemetry and tries again every LISTEN_RETRY_S; MQTT requests are
@@ -22,16 +23,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import urlparse
 
-from ..cache.serving import PhraseCache
 from ..config import Settings
 from ..daemon.telemetry import Telemetry
-from ..speech.schedule import Schedule
+from ..speech.responses import Responses
 from ..voice.registry import Voices
 from .connection import Connection
 from .context import Context
 from .info import describe
 from .protocol import data_limit
-from .work import WyomingWork
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -45,19 +44,17 @@ class WyomingServer:
         self,
         settings: Settings,
         voices: Voices,
-        schedule: Schedule,
+        responses: Responses,
         telemetry: Telemetry,
-        cache: PhraseCache | None = None,
     ) -> None:
         if settings.wyoming.uri is None:
             raise ValueError("the Wyoming server needs wyoming.uri")
         self.uri = settings.wyoming.uri
         self.max_clients = settings.wyoming.max_clients
-        self.work = WyomingWork(settings, voices, schedule.wake, cache)
-        self._schedule = schedule
+        self.responses = responses  # the engine's, shared with every remote door
         max_data = data_limit(settings.queue.max_text_chars)
         self._ctx = Context(
-            work=self.work,
+            responses=responses,
             telemetry=telemetry,
             info=describe(voices).event(),
             max_text_chars=settings.queue.max_text_chars,
@@ -78,7 +75,6 @@ class WyomingServer:
 
     def start(self) -> None:
         """Listen; returns once the first attempt is done (bound, or degraded)."""
-        self._schedule.attach(self.work)
         self._thread.start()
         if not self._tried.wait(START_TIMEOUT_S):
             raise RuntimeError(f"the Wyoming server did not start within {START_TIMEOUT_S:g} s")

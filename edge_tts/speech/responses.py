@@ -1,18 +1,20 @@
-"""Wyoming responses as work for the pipeline's synthesis workers, ranked below local
-playback.
+"""Responses: speech made for a client that plays it elsewhere (a Wyoming or HTTP client),
+as work for the pipeline's synthesis workers, ranked below local playback.
 
 A `Response` is one answer to a client: the text it was given (at once, or sentence by
-sentence as a stream arrives), planned by the same router and text front-end as an MQTT
-request, and synthesized one text chunk per step. `WyomingWork` is the schedule's
-`Background` (schedule.py): when no local task waits, it hands a worker the next step of
-the responses that can take one, in turn. Each piece of audio goes to the client's
-connection (`emit`) as soon as the decoder makes it. A response whose client has not
-taken its audio yet (MAX_BACKLOG_S) gets no further steps until it has: memory stays
-bounded whatever the client does.
+sentence as a stream arrives), planned by the same router, text front-end and phrase
+cache as a local request, and synthesized one text chunk per step. `Responses` is the
+schedule's producer of the `REMOTE` task class (schedule.py): it hands a worker the next
+step of the responses that can take one, in turn, whichever door opened them. Each piece
+of audio goes to the door (`emit`) as soon as the decoder makes it. A response whose
+client has not taken its audio yet (MAX_BACKLOG_S) gets no further steps until it has:
+memory stays bounded whatever the client does.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import itertools
 import logging
@@ -25,13 +27,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cache.serving import ChunkAudio, PhraseCache, cached_audio
-from ..config import Settings
-from ..speech.jobs import Chunk, StepTask
-from ..speech.routing import Router
-from ..speech.synthesis import SpeechOptions, render
+from ..config import SynthesisSettings
 from ..text import EmptyTextError
 from ..voice.base import SpeechVoice
 from ..voice.registry import Voices
+from .jobs import Chunk, StepTask
+from .routing import Router
+from .synthesis import SpeechOptions, render
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -74,8 +76,11 @@ class Response:
     """One response's text, chunks and state. Its state changes under the work's lock;
     the synthesis runs outside it, in one worker at a time (`busy`)."""
 
-    def __init__(self, work: WyomingWork, choice: VoiceChoice, emit: Emit, streaming: bool) -> None:
+    def __init__(
+        self, work: Responses, choice: VoiceChoice, emit: Emit, streaming: bool, door: str
+    ) -> None:
         self.name = choice.name
+        self.door = door
         self.choice = choice
         self.streaming = streaming  # text comes sentence by sentence (synthesize-chunk)
         self.opened_at = time.monotonic()
@@ -216,12 +221,13 @@ class Response:
         return True
 
 
-class WyomingWork:
-    """The open responses, handed to the pipeline's workers one step at a time, in turn."""
+class Responses:
+    """The open responses of every door, handed to the pipeline's workers one step at a
+    time, in turn."""
 
     def __init__(
         self,
-        settings: Settings,
+        synthesis: SynthesisSettings,
         voices: Voices,
         wake: Callable[[], None],
         cache: PhraseCache | None = None,
@@ -232,7 +238,6 @@ class WyomingWork:
         self._cache = cache  # the pipeline's: None with cache.enabled off
         self._responses: deque[Response] = deque()
         self._names = itertools.count(1)
-        synthesis = settings.synthesis
         self._first_router = Router(synthesis, voices)
         # A stream's later sentences need no short first chunk: audio is already flowing.
         rest = dataclasses.replace(synthesis, first_chunk_chars=synthesis.max_chunk_chars)
@@ -242,18 +247,22 @@ class WyomingWork:
         self,
         emit: Emit,
         *,
+        door: str,
         streaming: bool,
         voice: str | None = None,
         language: str | None = None,
         speaker: str | None = None,
+        speed: float | None = None,
     ) -> Response:
-        """A new response in the voice a client named (by name, else by language, else the
-        default voice). ValueError (BadRequest) for a voice or speaker there is not."""
-        name = f"wyoming-{next(self._names)}"
+        """A new response for a client of `door` ("wyoming", "http": its name and its
+        telemetry label) in the voice it named (by name, else by language, else the
+        default voice), `speed` times as fast as the voice's own pace. ValueError
+        (BadRequest) for a voice or speaker there is not."""
+        name = f"{door}-{next(self._names)}"
         chosen = self._voices.choose(voice, language)
-        options = self._voices.options_for(chosen, speaker=speaker)
+        options = self._voices.options_for(chosen, speaker=speaker, speed=speed)
         chosen.speaker_id(options.speaker)
-        response = Response(self, VoiceChoice(name, chosen, options), emit, streaming)
+        response = Response(self, VoiceChoice(name, chosen, options), emit, streaming, door)
         with self.lock:
             self._responses.append(response)
         return response
@@ -294,3 +303,14 @@ class WyomingWork:
     def cached_audio(self, chunk: Chunk, first: bool, whose: str) -> ChunkAudio | None:
         """The chunk's voice audio through the phrase cache, as an MQTT request's."""
         return cached_audio(self._cache, chunk.voice, chunk.text, chunk.options, first, whose)
+
+
+def emit_to(queue: asyncio.Queue[Out], loop: asyncio.AbstractEventLoop) -> Emit:
+    """An `Emit` that hands each piece from a synthesis worker to an asyncio door's
+    `queue` (unbounded: the response's backlog limit bounds it)."""
+
+    def emit(item: Out) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the door stopped
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    return emit
