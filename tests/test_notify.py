@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from edge_tts.daemon.notify import HealthTick, Notifier
+from edge_tts.daemon.periodic import Duty, Tick
 
 
 class FakeSystemd:
@@ -143,7 +144,7 @@ def test_health_tick_pings_only_while_all_checks_pass(
     fake_systemd: FakeSystemd, caplog: pytest.LogCaptureFixture
 ) -> None:
     mqtt, workers = Switch(), Switch()
-    tick = HealthTick(Notifier(fake_systemd.path), {"mqtt": mqtt, "workers": workers}, 60)
+    tick = HealthTick(Notifier(fake_systemd.path), {"mqtt": mqtt, "workers": workers})
 
     assert tick.tick() == ()
     assert fake_systemd.pending() == ["WATCHDOG=1"]
@@ -168,7 +169,7 @@ def test_health_tick_pings_only_while_all_checks_pass(
 
 def test_health_tick_reports_the_summary_when_healthy(fake_systemd: FakeSystemd) -> None:
     summary = ["idle"]
-    tick = HealthTick(Notifier(fake_systemd.path), {"audio": lambda: True}, 60, lambda: summary[0])
+    tick = HealthTick(Notifier(fake_systemd.path), {"audio": lambda: True}, lambda: summary[0])
     tick.tick()
     tick.tick()
     summary[0] = "speaking"
@@ -184,7 +185,8 @@ def test_health_tick_reports_the_summary_when_healthy(fake_systemd: FakeSystemd)
 
 def test_health_thread_pings_stops_and_resumes(fake_systemd: FakeSystemd) -> None:
     audio = Switch()
-    tick = HealthTick(Notifier(fake_systemd.path), {"audio": audio}, 0.05)
+    health = HealthTick(Notifier(fake_systemd.path), {"audio": audio})
+    tick = Tick([Duty("health", 0.05, health.tick, at_start=True)], name="health")
     tick.start()
     try:
         assert fake_systemd.receive() == "WATCHDOG=1"
@@ -210,3 +212,31 @@ def _wait_for(fake: FakeSystemd, message: str, timeout: float = 30.0) -> bool:
         except TimeoutError:
             return False
     return False
+
+
+def test_one_tick_runs_each_duty_at_its_own_pace_and_survives_one_that_raises() -> None:
+    """The daemon's periodic duties share one thread: a fast duty runs many times while a
+    slow one runs once, and a duty that raises neither stops the tick nor the others."""
+    fast, slow, failures = threading.Semaphore(0), threading.Event(), []
+
+    def broken() -> None:
+        failures.append(1)
+        raise RuntimeError("a bug in a duty")
+
+    tick = Tick(
+        [
+            Duty("fast", 0.01, fast.release),
+            Duty("slow", 3600, slow.set, at_start=True),
+            Duty("broken", 0.01, broken),
+        ]
+    )
+    tick.start()
+    try:
+        for _ in range(5):  # five runs of the fast duty, and the broken one ran too
+            assert fast.acquire(timeout=30)
+        assert slow.is_set() and failures
+    finally:
+        tick.stop(timeout=30)
+    assert not any(t.name == "tick" and t.is_alive() for t in threading.enumerate())
+    with pytest.raises(ValueError, match="interval must be positive"):
+        Tick([Duty("never", 0, fast.release)])

@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from edge_tts.daemon import telemetry
+from edge_tts.daemon.periodic import Duty, Tick
 from edge_tts.daemon.telemetry import (
     DOORS,
     METRICS,
@@ -240,16 +241,20 @@ class _Recorder:
             self.got_two.set()
 
 
+def ticking(publisher: TelemetryPublisher, every: float) -> Tick:
+    return Tick([Duty("telemetry", every, publisher.publish_once)], name="telemetry")
+
+
 def test_publisher_publishes_at_the_interval_and_stops_promptly() -> None:
     recorder = _Recorder()
-    publisher = TelemetryPublisher(Telemetry(), 0.1, lambda: {"queue_depth": 0}, recorder)
+    tick = ticking(TelemetryPublisher(Telemetry(), lambda: {"queue_depth": 0}, recorder), 0.1)
     started = time.monotonic()
-    publisher.start()
+    tick.start()
     try:
         assert recorder.got_two.wait(timeout=30)
     finally:
         stop_began = time.monotonic()
-        publisher.stop(timeout=30)
+        tick.stop(timeout=30)
     # Promptly: not a whole interval late. The upper bounds here only catch a hang; a busy
     # machine runs the thread late, never early.
     assert time.monotonic() - stop_began < 5
@@ -262,12 +267,12 @@ def test_publisher_publishes_at_the_interval_and_stops_promptly() -> None:
 
 def test_publisher_survives_a_publish_that_raises(caplog: pytest.LogCaptureFixture) -> None:
     recorder = _Recorder(fail_first=2)
-    publisher = TelemetryPublisher(Telemetry(), 0.05, dict, recorder)
-    publisher.start()
+    tick = ticking(TelemetryPublisher(Telemetry(), dict, recorder), 0.05)
+    tick.start()
     try:
         assert recorder.got_two.wait(timeout=30)
     finally:
-        publisher.stop(timeout=30)
+        tick.stop(timeout=30)
     assert len(recorder.times) >= 4
     assert "telemetry publish failed" in caplog.text
 
@@ -276,7 +281,7 @@ def test_publisher_survives_failing_gauges() -> None:
     def broken_gauges() -> dict[str, object]:
         raise RuntimeError("queue gone")
 
-    publisher = TelemetryPublisher(Telemetry(), 10, broken_gauges, _Recorder())
+    publisher = TelemetryPublisher(Telemetry(), broken_gauges, _Recorder())
     assert publisher.publish_once() is False
 
 
@@ -284,7 +289,7 @@ def test_stop_without_start_is_harmless(caplog: pytest.LogCaptureFixture) -> Non
     """A daemon that fails to start stops its parts, started or not: no wait, no noise."""
     recorder = _Recorder()
     began = time.monotonic()
-    TelemetryPublisher(Telemetry(), 1, dict, recorder).stop(timeout=30)
+    ticking(TelemetryPublisher(Telemetry(), dict, recorder), 1).stop(timeout=30)
     assert time.monotonic() - began < 5  # no join on a thread that never ran
     assert recorder.times == [] and recorder.snapshots == []
     assert caplog.records == []

@@ -34,6 +34,7 @@ from ..voice.voice_dir import VoiceDirError
 from ..wyoming import WyomingServer
 from .lifecycle import Part, Parts, nothing
 from .notify import HealthTick, Notifier
+from .periodic import Duty, Tick
 from .status import DaemonStatus
 from .telemetry import Telemetry, TelemetryPublisher
 
@@ -117,10 +118,18 @@ class Daemon:
             wyoming=self.wyoming,
         )
         self.publisher = TelemetryPublisher(
-            self.telemetry, s.telemetry.interval, self.status.gauges, self.status.publish_telemetry
+            self.telemetry, self.status.gauges, self.status.publish_telemetry
         )
-        interval = self.notifier.watchdog_interval() or HEALTH_INTERVAL_S
-        self.health = HealthTick(self.notifier, self.status.checks(), interval, self.status.tick)
+        self.health = HealthTick(self.notifier, self.status.checks(), self.status.tick)
+        # Every periodic duty, on one thread. Health at once: the first watchdog ping comes
+        # well inside WatchdogSec= after READY.
+        health_every = self.notifier.watchdog_interval() or HEALTH_INTERVAL_S
+        self.tick = Tick(
+            [
+                Duty("health", health_every, self.health.tick, at_start=True),
+                Duty("telemetry", s.telemetry.interval, self.publisher.publish_once),
+            ]
+        )
         self.parts = Parts(self._parts())
 
     def _parts(self) -> list[Part]:
@@ -136,8 +145,7 @@ class Daemon:
             Part("mqtt", self.link.start, self.link.stop),
             Part("pipeline", self.pipeline.start, self._stop_pipeline),
             *([Part("wyoming", self.wyoming.start, self.wyoming.stop)] if self.wyoming else []),
-            Part("telemetry", self.publisher.start, self.publisher.stop),
-            Part("health", self.health.start, self.health.stop),
+            Part("tick", self.tick.start, self.tick.stop),
         ]
 
     # --- lifecycle -------------------------------------------------------------------

@@ -13,8 +13,6 @@ import os
 import socket
 from collections.abc import Callable, Mapping
 
-from .periodic import Periodic
-
 _LOGGER = logging.getLogger(__name__)
 
 
@@ -87,13 +85,13 @@ class Notifier:
 
 
 class HealthTick:
-    """Named thread that pings the watchdog only while every component check passes."""
+    """Pings the watchdog only while every component check passes (a duty of the
+    daemon's tick, periodic.py)."""
 
     def __init__(
         self,
         notifier: Notifier,
         checks: Mapping[str, Callable[[], bool]],
-        interval: float,
         status: Callable[[], str] | None = None,
     ) -> None:
         self._notifier = notifier
@@ -101,14 +99,6 @@ class HealthTick:
         self._status = status
         self._last_status: str | None = None
         self.last_failures: tuple[str, ...] = ()
-        # Ticks at once, so the first ping comes well inside WatchdogSec= after READY.
-        self._loop = Periodic("health", interval, self.tick, at_start=True)
-
-    def start(self) -> None:
-        self._loop.start()
-
-    def stop(self, timeout: float = 5) -> None:
-        self._loop.stop(timeout)
 
     def tick(self) -> tuple[str, ...]:
         """Run every check once, ping or report; returns the names that failed."""

@@ -17,8 +17,6 @@ from pathlib import Path
 
 import psutil
 
-from .periodic import Periodic
-
 _LOGGER = logging.getLogger(__name__)
 
 #: Raspberry Pi OS exposes the SoC sensor here, in millidegrees Celsius.
@@ -249,12 +247,11 @@ def _psutil_temperature() -> float | None:
 
 
 class TelemetryPublisher:
-    """Named thread that publishes a snapshot every `interval` seconds until stopped."""
+    """Publishes a snapshot (a duty of the daemon's tick, periodic.py)."""
 
     def __init__(
         self,
         telemetry: Telemetry,
-        interval: float,
         gauges: Callable[[], Mapping[str, object]],
         publish: Callable[[dict[str, object]], None],
     ) -> None:
@@ -262,13 +259,6 @@ class TelemetryPublisher:
         self._gauges = gauges
         self._publish = publish
         self._failing = False
-        self._loop = Periodic("telemetry", interval, self.publish_once)
-
-    def start(self) -> None:
-        self._loop.start()
-
-    def stop(self, timeout: float = 5) -> None:
-        self._loop.stop(timeout)
 
     def publish_once(self) -> bool:
         """One snapshot and publish; never raises, so the loop (or a final flush) survives."""
