@@ -27,7 +27,7 @@ def parse_say(env: Envelope, max_text_chars: int, default_ttl: float | None = No
 
 
 def _check_response_topic(env: Envelope) -> None:
-    # Refused on arrival: found out only when the final event is published, it used to
+    # Refused on arrival: found out only when the final event is published, it would
     # raise in the playback thread, after the request had played.
     if env.response_topic is None:
         return

