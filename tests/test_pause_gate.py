@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from edge_tts.audio.pause_gate import FRAME, RANGE_DB, PauseGate
-from edge_tts.speech.synthesis import SpeechOptions, Synthesizer
+from edge_tts.speech.direct import speak
+from edge_tts.speech.synthesis import SpeechOptions
 from edge_tts.voice import files
 from edge_tts.voice.model import Voice
 
@@ -82,7 +83,7 @@ def test_the_default_voice_is_silent_in_pauses() -> None:
     voice = Voice(files.default_voice())
     text = "Attention, please. The doors are closing; stand clear. Thank you."
     options = SpeechOptions(noise_scale=0.0, noise_w=0.0)
-    pcm = np.concatenate([c.pcm for c in Synthesizer(voice).chunks(text, options)])
+    pcm = np.concatenate([c.pcm for c in speak(text, voice, options)])
     audio = pcm.astype(np.float64) / 32768
     frames = audio[: audio.size // 512 * 512].reshape(-1, 512)
     levels = 10 * np.log10(np.mean(frames**2, axis=1) + 1e-30)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from edge_tts.audio.dsp import Resampler, to_pcm16
-from edge_tts.speech.synthesis import SpeechOptions, Synthesizer, sentence_pause
+from edge_tts.speech.direct import speak
+from edge_tts.speech.synthesis import SpeechOptions, sentence_pause
 from edge_tts.text import EmptyTextError
 from edge_tts.voice.model import Voice
 
@@ -74,7 +75,7 @@ def test_same_rate_passes_audio_through_untouched() -> None:
 @pytest.mark.slow
 def test_speaks_non_silent_audio_of_plausible_length(fp32_voice: Voice) -> None:
     text = "The front door has been unlocked. Please remember to close the garage."
-    chunks = list(Synthesizer(fp32_voice).chunks(text))
+    chunks = list(speak(text, fp32_voice))
     audio = np.concatenate([c.pcm for c in chunks]).astype(np.float32) / 32768
     seconds = len(audio) / fp32_voice.sample_rate
     words = len(text.split())
@@ -86,14 +87,9 @@ def test_speaks_non_silent_audio_of_plausible_length(fp32_voice: Voice) -> None:
 
 @pytest.mark.slow
 def test_speed_changes_duration(fp32_voice: Voice) -> None:
-    synth = Synthesizer(fp32_voice)
-    normal = sum(c.seconds for c in synth.chunks("Turn left now.", DETERMINISTIC))
-    slow = sum(
-        c.seconds
-        for c in synth.chunks(
-            "Turn left now.", dataclasses.replace(DETERMINISTIC, length_scale=1.5)
-        )
-    )
+    normal = sum(c.seconds for c in speak("Turn left now.", fp32_voice, DETERMINISTIC))
+    slower = dataclasses.replace(DETERMINISTIC, length_scale=1.5)
+    slow = sum(c.seconds for c in speak("Turn left now.", fp32_voice, slower))
     assert slow == pytest.approx(normal * 1.5, rel=0.15)
 
 
@@ -101,13 +97,13 @@ def test_speed_changes_duration(fp32_voice: Voice) -> None:
 @pytest.mark.parametrize("text", ["", "   ", "...", "?!"])
 def test_nothing_speakable_is_an_error(fp32_voice: Voice, text: str) -> None:
     with pytest.raises(EmptyTextError):
-        list(Synthesizer(fp32_voice).chunks(text))
+        list(speak(text, fp32_voice))
 
 
 @pytest.mark.slow
 def test_unknown_speaker_fails_before_audio(fp32_voice: Voice) -> None:
     with pytest.raises(ValueError, match="one speaker"):
-        next(Synthesizer(fp32_voice).chunks("Hello.", SpeechOptions(speaker="alice")))
+        next(speak("Hello.", fp32_voice, SpeechOptions(speaker="alice")))
 
 
 def test_leading_silence_is_trimmed_but_not_the_onset() -> None:

@@ -13,7 +13,7 @@ import onnxruntime
 import pytest
 
 from edge_tts.config import SynthesisSettings
-from edge_tts.speech.synthesis import Synthesizer
+from edge_tts.speech.direct import speak
 from edge_tts.voice import files
 from edge_tts.voice.base import SynthesisParams
 from edge_tts.voice.model import Voice, new_session, session_options
@@ -127,7 +127,7 @@ def test_int8_voice_streams_too() -> None:
 @pytest.mark.slow
 def test_first_audio_comes_before_the_sentence_is_decoded(fp32_voice: Voice) -> None:
     whole = SynthesisSettings(max_chunk_chars=2000, first_chunk_chars=2000)  # LONG in one
-    chunks = Synthesizer(fp32_voice, whole).chunks(LONG)
+    chunks = speak(LONG, fp32_voice, synthesis=whole)
     first = next(chunks)
     rest = list(chunks)
     # the first piece is one short window (minus the trimmed lead-in), the rest follows
@@ -147,7 +147,7 @@ def test_unrecognised_graph_decodes_whole_sentences(voice_copy: files.VoiceFiles
     voice_copy.model.write_bytes(model.SerializeToString())
     voice = Voice(voice_copy)
     assert not voice.windowed
-    pcm = np.concatenate([c.pcm for c in Synthesizer(voice).chunks("Door open.")])
+    pcm = np.concatenate([c.pcm for c in speak("Door open.", voice)])
     assert len(pcm) > 0.3 * 22050
     assert float(np.sqrt(np.mean((pcm / 32768.0) ** 2))) > 0.02
 

@@ -19,8 +19,7 @@ from pathlib import Path
 import psutil
 
 from ..config import SynthesisSettings, VoiceSettings
-from ..speech.routing import Router
-from ..speech.synthesis import SpeechOptions, render
+from ..speech.direct import speak
 from ..voice import files
 from ..voice.base import SpeechVoice, SynthesisParams
 from ..voice.model import Voice, release_free_memory
@@ -190,15 +189,12 @@ def _race(
 def _speak(
     voice: SpeechVoice, synthesis: SynthesisSettings, text: str
 ) -> tuple[float, float, float]:
-    """Seconds to the first audio and in all, and seconds of audio made: planned by the
-    router and rendered as a request's chunks are (without the phrase cache: it is the
-    voice that is measured)."""
+    """Seconds to the first audio and in all, and seconds of audio made, along a
+    request's path (without the phrase cache: it is the voice that is measured)."""
     started = time.perf_counter()
     first: float | None = None
     audio = 0.0
-    chunks = Router(synthesis).plan(text, voice, SpeechOptions())
-    for index, chunk in enumerate(chunks):
-        for pcm in render(chunk.voice, chunk.text, chunk.options, first=index == 0):
-            first = first if first is not None else time.perf_counter() - started
-            audio += len(pcm) / voice.sample_rate
+    for piece in speak(text, voice, synthesis=synthesis):
+        first = first if first is not None else time.perf_counter() - started
+        audio += piece.seconds
     return first or 0.0, time.perf_counter() - started, audio
