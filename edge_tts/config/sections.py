@@ -145,6 +145,9 @@ class SynthesisSettings(Checked):
     # 200-character English chunk is 140-220 phonemes.
     max_phonemes: int = setting(300, between(50, 2000))
     preload: bool = True  # False: load a voice on its first request
+    # After this many idle seconds each loaded voice speaks a short phrase to itself, so
+    # the first request after a quiet spell finds it warm (speech/keepwarm.py); 0: never.
+    keep_warm_s: float = setting(300.0, between(0, 86400))
 
     def _check_together(self) -> None:
         if self.first_chunk_chars > self.max_chunk_chars:

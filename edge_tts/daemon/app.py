@@ -22,6 +22,7 @@ from ..mqtt.link import Inbound, MqttLink
 from ..mqtt.reporter import MqttReporter
 from ..speech.dedupe import FILE_NAME as PLAYED_FILE
 from ..speech.dedupe import PlayedStore
+from ..speech.keepwarm import KeepWarm
 from ..speech.pipeline import Pipeline
 from ..speech.responses import Responses
 from ..speech.routing import Router
@@ -93,7 +94,10 @@ class Daemon:
         self.responses = Responses(
             s.synthesis, self.voices, self.pipeline.schedule.wake, self.cache.lookup
         )
-        self.pipeline.schedule.add(TaskClass.REMOTE, self.responses)
+        schedule = self.pipeline.schedule
+        schedule.add(TaskClass.REMOTE, self.responses)
+        self.keep_warm = KeepWarm(self.voices, s.synthesis.keep_warm_s, schedule.idle_since)
+        schedule.add(TaskClass.KEEP_WARM, self.keep_warm)
         self.intake = Intake(
             s, self.voices, self.link, self.reporter, self.pipeline, self.telemetry
         )

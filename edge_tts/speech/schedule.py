@@ -13,6 +13,7 @@ import enum
 import heapq
 import itertools
 import threading
+import time
 from typing import Protocol
 
 from ..audio.output import AudioOutput
@@ -33,6 +34,7 @@ class TaskClass(enum.IntEnum):
     NEXT = 1  # the first chunk of the local request that plays next (NEXT_JOB_CHUNKS)
     REMOTE = 2  # responses played elsewhere (Wyoming, HTTP), taking turns (responses.py)
     PRERENDER = 3  # the phrase cache's phrases: only when nothing else is queued or running
+    KEEP_WARM = 4  # a short phrase per voice after a quiet spell (keepwarm.py): idle only
 
 
 class Producer(Protocol):
@@ -54,9 +56,10 @@ class Schedule:
         self._seq = itertools.count()
         self._in_flight = 0
         self._producers: dict[TaskClass, Producer] = {}
+        self._idle_since = time.monotonic()  # when the last task ended
 
     def add(self, task_class: TaskClass, producer: Producer) -> None:
-        """`producer` makes the work of `task_class` (REMOTE or PRERENDER)."""
+        """`producer` makes the work of `task_class` (any but the queue's own)."""
         if task_class in (TaskClass.PLAYING, TaskClass.NEXT):
             raise ValueError(f"{task_class.name} is the queue's own work")
         with self._cond:
@@ -147,21 +150,31 @@ class Schedule:
 
     # --- synthesis workers ---------------------------------------------------------------
 
-    def next_task(self) -> Task | None:
-        """The next synthesis to run (counted in flight until `task_done`); None on stop."""
+    def next_task(self, timeout: float | None = None) -> Task | None:
+        """The next synthesis to run (counted in flight until `task_done`); None on stop,
+        or when there was none for `timeout` seconds (0: only what is there now)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while not self._stop.is_set():
                 task = self._pick_task()
                 if task is not None:
                     self._in_flight += 1
                     return task
-                self._cond.wait(_WAIT_S)
+                left = _WAIT_S if deadline is None else deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cond.wait(min(left, _WAIT_S))
         return None
 
     def task_done(self) -> None:
         with self._cond:
             self._in_flight -= 1
+            self._idle_since = time.monotonic()
             self._cond.notify_all()
+
+    def idle_since(self) -> float:
+        """When the last synthesis task ended (monotonic)."""
+        return self._idle_since
 
     def _pick_task(self) -> Task | None:
         playing = self._playing
@@ -181,7 +194,7 @@ class Schedule:
             return self._job_task(playing, playing.played_chunks + LOOKAHEAD_CHUNKS)
         if task_class is TaskClass.NEXT:
             return self._job_task(self._queue[0], NEXT_JOB_CHUNKS) if self._queue else None
-        if task_class is TaskClass.PRERENDER and not self._idle():
+        if task_class >= TaskClass.PRERENDER and not self._idle():
             return None
         producer = self._producers.get(task_class)
         return producer.take() if producer is not None else None
