@@ -20,8 +20,6 @@ PACKAGE = "edge_tts"
 # Two modules with the same file name, left for now: they are under voice/, where the
 # quantizer is being reworked; voice/ is to be split into runtime and build tooling.
 SAME_NAME_ALLOWED = {
-    "split.py",  # voice/split.py (ONNX graph surgery) vs text/split.py (sentences)
-    "quantize.py",  # voice/quantize.py (the quantizer) vs cli/quantize.py (its command)
     "builds.py",  # cache/builds.py vs tune/builds.py: which build of a voice, said twice
 }
 

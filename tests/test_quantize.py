@@ -16,8 +16,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from edge_tts.voice import quality
-from edge_tts.voice.quantize import (
+from edge_tts.voicebuild import quality
+from edge_tts.voicebuild.quantizer import (
     DEFAULT_SCHEME,
     SCHEMES,
     manifest_path,

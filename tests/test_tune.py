@@ -21,7 +21,7 @@ from edge_tts.tune.measure import Gate, Measured, Timing
 from edge_tts.tune.run import pick, thread_counts
 from edge_tts.voice import files
 from edge_tts.voice.integrity import sha256_hex
-from edge_tts.voice.quantize import DEFAULT_SCHEME
+from edge_tts.voicebuild.quantizer import DEFAULT_SCHEME
 
 from .conftest import run_cli
 from .support.broker import Broker, Recorder

@@ -33,9 +33,9 @@ def add_parser(sub: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     # onnx and onnxruntime's quantization tools load only for this command.
     from ..voice import files
-    from ..voice.calibration import sentence_ids
     from ..voice.integrity import ModelIntegrityError, read_verified
-    from ..voice.quantize import DEFAULT_SCHEME, SCHEMES, quantize, recipe_fingerprint
+    from ..voicebuild.calibration import sentence_ids
+    from ..voicebuild.quantizer import DEFAULT_SCHEME, SCHEMES, quantize, recipe_fingerprint
 
     source = files.from_model_path(args.source) if args.source else files.packaged_fp32()
     output: Path = args.output or files.default_int8_path()
@@ -82,9 +82,9 @@ def _up_to_date(output: Path, fingerprint: str, source_sha256: str) -> bool:
 
 
 def _report(source: VoiceFiles, output: Path, scheme: str) -> None:
-    from ..voice.calibration import sentence_ids
-    from ..voice.quality import quality_report
-    from ..voice.quantize import quantize
+    from ..voicebuild.calibration import sentence_ids
+    from ..voicebuild.quality import quality_report
+    from ..voicebuild.quantizer import quantize
 
     ids = sentence_ids(source, "evaluation_en.txt")
     fp32_mb = source.model.stat().st_size / 1e6

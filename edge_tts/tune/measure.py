@@ -24,9 +24,9 @@ from ..speech.synthesis import SpeechOptions, render
 from ..voice import files
 from ..voice.base import SpeechVoice, SynthesisParams
 from ..voice.model import Voice, release_free_memory
-from ..voice.quality import compare as compare_audio
-from ..voice.quality import gate_verdict
 from ..voice.registry import open_voice
+from ..voicebuild.quality import compare as compare_audio
+from ..voicebuild.quality import gate_verdict
 from .builds import Build
 
 Log = Callable[[str], None]

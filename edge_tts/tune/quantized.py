@@ -31,8 +31,8 @@ def scheme_path(original: Path, scheme: str) -> Path:
 
 def build_schemes(vs: VoiceSettings, schemes: Sequence[str], log: Log) -> list[Path]:
     """Quantize the voice's FP32 original with each scheme it has no build of yet."""
-    from ..voice.calibration import sentence_ids
-    from ..voice.quantize import SCHEMES, quantize
+    from ..voicebuild.calibration import sentence_ids
+    from ..voicebuild.quantizer import SCHEMES, quantize
 
     unknown = [s for s in schemes if s not in SCHEMES]
     if unknown:

@@ -104,7 +104,7 @@ def parse_self_contained(path: Path, data: bytes) -> onnx.ModelProto:
     """Parse the model, refusing weights in side files: those bytes would escape the hash.
 
     onnx is imported here, not at the top: the daemon parses in a child process
-    (voice/split.py) and never pays onnx's 12 MB.
+    (voice/model_check.py) and never pays onnx's 12 MB.
     """
     import onnx
     from google.protobuf.message import DecodeError

@@ -36,7 +36,7 @@ _LOGGER = logging.getLogger(__name__)
 DECODER_FIRST_CONV = "/dec/conv_pre/Conv"  # torch.onnx's scope name in every Piper export
 DECODER_STAGE_CONVS = ("/dec/ups.1/ConvTranspose",)  # where later decoder stages start
 # An INT8 build may hold a ConvTranspose rewritten as "<its name><this>" (the quantizer's
-# edge_tts.voice.polyphase); that Conv then starts the stage.
+# edge_tts.voicebuild.polyphase); that Conv then starts the stage.
 POLYPHASE_CONV = "_polyphase/Conv"
 SPEAKER_INPUTS = {"sid"}  # multi-speaker voices condition the decoder on the speaker
 _QDQ = ("QuantizeLinear", "DequantizeLinear")
@@ -83,7 +83,7 @@ def _run_child(path: Path, data: bytes, *flags: str) -> SplitModel | None:
     was in memory four times at once beside `data`: +250 MB of peak RSS for the 63 MB FP32
     model, the pre-renderer's load (docs/benchmarks.md, Phrase cache)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "edge_tts.voice.split", str(path), *flags],
+        [sys.executable, "-m", "edge_tts.voice.model_check", str(path), *flags],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

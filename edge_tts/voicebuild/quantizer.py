@@ -1,5 +1,5 @@
 """INT8 quantization of Piper (VITS) voices for onnxruntime on CPU: build one scheme's
-model (edge_tts.voice.schemes), check it and write it with its manifest.
+model (edge_tts.voicebuild.schemes), check it and write it with its manifest.
 
 Static schemes first run ``quant_pre_process`` (ONNX shape inference and onnxruntime's
 portable basic graph optimizations, no symbolic shape inference); the result loads

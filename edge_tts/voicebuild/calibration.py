@@ -14,9 +14,9 @@ import onnx
 from onnxruntime.quantization import CalibrationDataReader
 
 from ..text import prepare
-from .files import VoiceFiles
-from .model import load_config
-from .phonemize import text_to_ids
+from ..voice.files import VoiceFiles
+from ..voice.model import load_config
+from ..voice.phonemize import text_to_ids
 
 DETERMINISTIC_SCALES = (0.0, 1.0, 0.0)
 DEFAULT_INFERENCE_SCALES = (0.667, 1.0, 0.8)
