@@ -2,7 +2,7 @@
 
 One thread (`prerender`). A phrase is planned like a request with that text (same
 voices, chunks and options), so its chunks have the keys a request's will look up; each
-chunk missing from the cache is rendered with the voice's best build (builds.py: FP32
+chunk missing from the cache is rendered with the voice's best build (phrase_voice.py: FP32
 for our INT8 default voice) and stored pinned. Between two steps of the engine (the
 encoder run, then each decoder window) it asks the pipeline's schedule whether a request
 has come; if one has, it stops there and resumes, with the same generator, once the
@@ -30,8 +30,8 @@ from ..text import EmptyTextError
 from ..voice.base import SpeechVoice
 from ..voice.model import release_free_memory
 from ..voice.registry import Voices
-from .builds import best_build_sha256, load_quietly, open_best_build
 from .key import ChunkInput, ChunkKey
+from .phrase_voice import best_build_sha256, load_quietly, open_best_build
 from .store import CacheStore
 
 _LOGGER = logging.getLogger(__name__)

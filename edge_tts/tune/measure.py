@@ -23,11 +23,11 @@ from ..speech.routing import Router
 from ..speech.synthesis import SpeechOptions, render
 from ..voice import files
 from ..voice.base import SpeechVoice, SynthesisParams
+from ..voice.builds import Build
 from ..voice.model import Voice, release_free_memory
 from ..voice.registry import open_voice
 from ..voicebuild.quality import compare as compare_audio
 from ..voicebuild.quality import gate_verdict
-from .builds import Build
 
 Log = Callable[[str], None]
 MB = 1e6

@@ -1,4 +1,5 @@
-"""The builds of a configured voice that can stand in for one another.
+"""Which build of a voice: the builds of a configured voice on this machine, the one the
+daemon loads, and the one that renders its phrases ahead.
 
 A Piper voice has an FP32 original and INT8 builds of it (our quantizer's, one per
 scheme, each with a manifest naming the scheme and the original's digest). Which one is
@@ -7,17 +8,29 @@ measures them and the daemon may load another build than the configured file. On
 builds that are verifiable are candidates: the packaged original (the digest is in our
 code), a file pinned by the config, or a build whose manifest pins it and names its
 original. A two-stage voice has one build, the one imported.
+
+The daemon loads the build `voices.<name>.build` pins, else the one `edge-ttsd tune`
+recorded (tune/record.py) while the record still holds (same CPU and onnxruntime, the
+configured file and the chosen build unchanged), else the configured file. Phrases are
+rendered ahead with the FP32 original when the voice is an INT8 build of the packaged
+voice: it sounds better (docs/quantization.md), and while the device is idle its speed
+does not matter.
+
+Never loads a model: digests come from pins and manifests, or one hash.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ..config import VoiceSettings
-from ..voice import files, voice_dir
-from ..voice.files import FP32, IMPORTED, read_manifest, scheme_of, source_sha256
-from ..voice.integrity import MANIFEST_SUFFIX, manifest_digest, sha256_hex
+from ..config import AUTO_BUILD, Settings, VoiceSettings
+from ..tune import record as tune_record
+from ..tune.machine import fingerprint, same_machine
+from . import files, voice_dir
+from .files import FP32, IMPORTED, read_manifest, scheme_of, source_sha256
+from .integrity import MANIFEST_SUFFIX, manifest_digest, sha256_hex
 
 
 @dataclass(frozen=True)
@@ -30,8 +43,23 @@ class Build:
     configured: bool  # the file the config names (or the default voice's usual build)
 
 
+@dataclass(frozen=True)
+class Chosen:
+    """The build the daemon loads for a voice, and why."""
+
+    build: Build
+    chosen_by: str  # "config" or "tune"
+    why: str
+    # What the load checks the file against: the config's pin for the configured build
+    # (None: its manifest's or the packaged digest, as for any model), else the build's.
+    pinned_sha256: str | None
+
+
 class BuildError(files.VoiceNotFoundError):
     """The build the config pins does not exist for this voice."""
+
+
+# --- the builds on this machine -----------------------------------------------------------
 
 
 def configured_build(vs: VoiceSettings, digest: bool = True) -> Build:
@@ -50,7 +78,7 @@ def configured_build(vs: VoiceSettings, digest: bool = True) -> Build:
 
 def candidates(vs: VoiceSettings) -> list[Build]:
     """Every build of the configured voice found on this machine, the configured one
-    first. Never loads a model; digests come from pins and manifests, or one hash."""
+    first."""
     first = configured_build(vs)
     if first.scheme == IMPORTED:
         return [first]
@@ -83,6 +111,17 @@ def expected_digest(build: Build) -> str | None:
     )
 
 
+def packaged_original(model: Path) -> Build | None:
+    """The packaged FP32 voice when `model` is our INT8 build of it (its manifest names
+    the packaged model's digest as its source), else None."""
+    packaged = files.packaged_fp32()
+    if model == packaged.model or packaged.builtin_digest is None:
+        return None
+    if source_sha256(model) != packaged.builtin_digest:
+        return None
+    return Build(FP32, packaged.model, packaged.builtin_digest, configured=False)
+
+
 def _digest(voice: files.VoiceFiles, vs: VoiceSettings) -> str:
     return vs.sha256 or manifest_digest(voice.model) or _builtin(voice.model) or _hash(voice)
 
@@ -106,9 +145,9 @@ def _originals(build: Build, source: str | None) -> list[Build]:
     """The FP32 original of `build`: the packaged voice, or `<name>.onnx` beside it."""
     if build.scheme == FP32 or source is None:
         return []
-    packaged = files.packaged_fp32()
-    if packaged.builtin_digest == source:
-        return [Build(FP32, packaged.model, source, configured=False)]
+    packaged = packaged_original(build.path)
+    if packaged is not None:
+        return [packaged]
     sibling = build.path.with_name(files.VoiceFiles(build.path, build.path).name + ".onnx")
     if sibling.is_file() and sha256_hex(sibling.read_bytes()) == source:
         return [Build(FP32, sibling, source, configured=False)]
@@ -129,3 +168,66 @@ def _int8_builds(build: Build, source: str | None) -> list[Build]:
             if model.is_file() and data.get("source_sha256") == source:
                 found.append(Build(str(data["scheme"]), model, str(data["sha256"]), False))
     return found
+
+
+# --- the build the daemon loads -----------------------------------------------------------
+
+
+def choices(settings: Settings, set_aside: bool = True) -> dict[str, Chosen]:
+    """Every configured voice's build, as the daemon would load it now. `set_aside`: an
+    unusable tuning record is moved aside (else only ignored)."""
+    found = tune_record.load(settings, set_aside)
+    machine = fingerprint()
+    return {name: choose(name, vs, found, machine) for name, vs in settings.voices.items()}
+
+
+def choose(
+    name: str, vs: VoiceSettings, record: dict[str, Any] | None, machine: dict[str, object]
+) -> Chosen:
+    """The build the daemon loads for voice `name`: a pin in the config always wins."""
+    if vs.build != AUTO_BUILD:
+        return _chosen(pinned_build(vs), vs, "config", f"voices.{name}.build pins {vs.build}")
+    if record is None or name not in record.get("voices", {}):
+        return _chosen(
+            configured_build(vs, digest=False), vs, "config", "not tuned on this machine"
+        )
+    configured = configured_build(vs)
+    problem = stale(name, record, configured, machine)
+    if problem is not None:
+        return _chosen(configured, vs, "config", f"the tuning record does not hold: {problem}")
+    chosen = _recorded(record["voices"][name])
+    if chosen.path.resolve() == configured.path.resolve():
+        return _chosen(configured, vs, "tune", "tune kept the configured build")
+    return _chosen(chosen, vs, "tune", "tune chose it on this machine")
+
+
+def stale(
+    name: str, record: dict[str, Any], configured: Build, machine: dict[str, object]
+) -> str | None:
+    """Why the record's choice for `name` no longer holds; None when it does."""
+    entry = record.get("voices", {}).get(name)
+    if not isinstance(entry, dict) or "chosen" not in entry:
+        return f"voice {name!r} was not tuned"
+    moved = same_machine(record.get("machine", {}), machine)
+    if moved is not None:
+        return moved
+    if entry.get("configured_sha256") != configured.sha256:
+        return "the configured model changed since"
+    build = _recorded(entry)
+    try:
+        now = expected_digest(build)
+    except OSError as err:
+        return f"the chosen build {build.path} cannot be read ({err.strerror})"
+    if now != build.sha256:
+        return f"the chosen build {build.path} changed since"
+    return None
+
+
+def _chosen(build: Build, vs: VoiceSettings, chosen_by: str, why: str) -> Chosen:
+    return Chosen(build, chosen_by, why, vs.sha256 if build.configured else build.sha256)
+
+
+def _recorded(entry: dict[str, Any]) -> Build:
+    """The build a voice's record entry names."""
+    chosen = entry["chosen"]
+    return Build(str(chosen["scheme"]), Path(chosen["path"]), str(chosen["sha256"]), False)
