@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -64,20 +63,20 @@ def _up_to_date(output: Path, fingerprint: str, source_sha256: str) -> bool:
     """Built from this source, with this recipe and onnxruntime, and not modified since."""
     import onnxruntime
 
-    from ..voice.integrity import ModelIntegrityError, manifest_path, read_verified
+    from ..voice.build_manifest import readable_manifest
+    from ..voice.integrity import ModelIntegrityError, read_verified
 
-    manifest_file = manifest_path(output)
-    if not output.is_file() or not manifest_file.is_file():
+    manifest = readable_manifest(output) if output.is_file() else None
+    if manifest is None:
         return False
     try:
-        manifest = json.loads(manifest_file.read_text("utf-8"))
-        read_verified(output, pinned=str(manifest["sha256"]))
-    except (ValueError, KeyError, ModelIntegrityError):
+        read_verified(output, pinned=manifest.sha256)
+    except ModelIntegrityError:
         return False
-    return bool(
-        manifest.get("recipe") == fingerprint
-        and manifest.get("source_sha256") == source_sha256
-        and manifest.get("onnxruntime_version") == onnxruntime.__version__
+    return (
+        manifest.recipe == fingerprint
+        and manifest.source_sha256 == source_sha256
+        and manifest.onnxruntime_version == onnxruntime.__version__
     )
 
 

@@ -29,8 +29,9 @@ from ..config import AUTO_BUILD, Settings, VoiceSettings
 from ..tune import record as tune_record
 from ..tune.machine import fingerprint, same_machine
 from . import files, voice_dir
-from .files import FP32, IMPORTED, read_manifest, scheme_of, source_sha256
-from .integrity import MANIFEST_SUFFIX, manifest_digest, sha256_hex
+from .build_manifest import MANIFEST_SUFFIX, readable_manifest
+from .files import FP32, IMPORTED, scheme_of, source_sha256
+from .integrity import manifest_digest, sha256_hex
 
 
 @dataclass(frozen=True)
@@ -162,11 +163,13 @@ def _int8_builds(build: Build, source: str | None) -> list[Build]:
     folders = {build.path.parent, files.data_dir() / "voices"}
     found: list[Build] = []
     for folder in sorted(folders):
-        for manifest in sorted(folder.glob(f"*{files.INT8_SUFFIX}{MANIFEST_SUFFIX}")):
-            model = manifest.with_name(manifest.name.removesuffix(MANIFEST_SUFFIX))
-            data = read_manifest(model)
-            if model.is_file() and data.get("source_sha256") == source:
-                found.append(Build(str(data["scheme"]), model, str(data["sha256"]), False))
+        for path in sorted(folder.glob(f"*{files.INT8_SUFFIX}{MANIFEST_SUFFIX}")):
+            model = path.with_name(path.name.removesuffix(MANIFEST_SUFFIX))
+            manifest = readable_manifest(model)
+            if manifest is None or manifest.scheme is None or not model.is_file():
+                continue
+            if manifest.source_sha256 == source:
+                found.append(Build(manifest.scheme, model, manifest.sha256, configured=False))
     return found
 
 
