@@ -24,7 +24,7 @@ For every model and utterance:
   and dictionary; nothing is downloaded) on the audio resampled to 16 kHz mono, then WER
   against the reference after normalization (lowercase, no punctuation, hyphens split,
   spelled-out letters joined: "U P S" -> "ups");
-* log-mel DTW distance to FP32 (``edge_tts.voice.quality.compare``) on the deterministic
+* log-mel DTW distance to FP32 (``edge_tts.voicebuild.quality.compare``) on the deterministic
   audio, as in docs/quantization.md.
 """
 
@@ -49,9 +49,10 @@ import onnxruntime as ort
 from quant_schemes import EVALUATION_TEXT  # bench/ is the script's own directory
 
 from edge_tts.text import prepare
-from edge_tts.voice import files, quality
+from edge_tts.voice import files
 from edge_tts.voice.model import load_config
 from edge_tts.voice.phonemize import text_to_ids
+from edge_tts.voicebuild import quality
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "announcements_en.txt"
 

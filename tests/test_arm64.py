@@ -8,11 +8,11 @@ programs run by qemu-user (tests/support/arm64.py installs qemu-user-static and 
 qemu-aarch64 with binfmt_misc when needed, and fails saying why if it cannot). The root
 is aarch64; the installed venv (aarch64 wheels, systemd-python built in the root) imports
 the package and onnxruntime; and the installed venv's python synthesizes a fixed sentence
-in the root, deterministically (`edge_tts.voice.quality.synthesize`, noise scales 0),
+in the root, deterministically (`edge_tts.voicebuild.quality.synthesize`, noise scales 0),
 with the INT8 default the role installed and with the FP32 original, on qemu's models of
 a Pi 4's CPU (Cortex-A72: no int8 dot product) and a Pi 5's (A76: sdot/udot), which
 decide onnxruntime's int8 kernels. The host compares each build with the quantizer's
-spectral distance (`edge_tts.voice.quality.compare`) to the same build synthesized on
+spectral distance (`edge_tts.voicebuild.quality.compare`) to the same build synthesized on
 x86: in this process, and (INT8) by the same onnxruntime on an x86 CPU model without
 AVX2 (the oldest of qemu's that runs this python; when none does, that one comparison is
 skipped, saying why). The thresholds, and the measurements they come from, are in
@@ -63,7 +63,7 @@ import yaml
 
 from edge_tts.voice import files
 from edge_tts.voice.model import load_config
-from edge_tts.voice.quality import (
+from edge_tts.voicebuild.quality import (
     GATE_MAX_DISTANCE,
     GATE_MAX_DURATION_DEVIATION,
     Comparison,

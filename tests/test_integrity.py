@@ -13,9 +13,16 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edge_tts.voice import files
+from edge_tts.voice.build_manifest import (
+    BuildManifest,
+    ManifestError,
+    manifest_path,
+    read_manifest,
+    readable_manifest,
+    write_manifest,
+)
 from edge_tts.voice.integrity import (
     ModelIntegrityError,
-    manifest_path,
     read_verified,
     sha256_hex,
 )
@@ -72,6 +79,35 @@ def test_manifest_digest_is_used_and_wrong_config_pin_wins(tmp_path: Path) -> No
     assert read_verified(path).pinned_by == "manifest"
     with pytest.raises(ModelIntegrityError, match=r"expected 0{64} from config"):
         read_verified(path, pinned="0" * 64)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["{not json", "[]", "{}", '{"sha256": 7}', '{"sha256": "ab", "scheme": 3}'],
+    ids=["not-json", "not-an-object", "no-digest", "digest-not-a-string", "scheme-not-a-string"],
+)
+def test_a_broken_manifest_refuses_the_load_and_makes_no_build(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "m.int8.onnx"
+    tiny_model(path)
+    manifest_path(path).write_text(text)
+    with pytest.raises(ManifestError, match=r"m\.int8\.onnx\.manifest\.json"):
+        read_manifest(path)
+    with pytest.raises(ModelIntegrityError, match="manifest"):
+        read_verified(path)
+    assert readable_manifest(path) is None
+    assert files.scheme_of(path) == files.FP32 and files.source_sha256(path) is None
+
+
+def test_a_manifest_is_read_once_into_its_fields(tmp_path: Path) -> None:
+    path = tmp_path / "m.int8.onnx"
+    assert read_manifest(path) is None
+    fields = {"sha256": "AB" * 32, "scheme": "static-fast", "source_sha256": "CD" * 32, "n": 1}
+    write_manifest(path, fields)
+    manifest = read_manifest(path)
+    assert manifest == BuildManifest("ab" * 32, "static-fast", "cd" * 32)
+    assert files.scheme_of(path) == "static-fast" and files.source_sha256(path) == "cd" * 32
+    with pytest.raises(ManifestError):
+        write_manifest(path, {"scheme": "static-fast"})  # what it writes, it can read back
 
 
 def test_external_data_is_refused(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """The package layout the README's map promises: no import circles, no two modules with one
-name, few top-level modules, and contracts that do not import their implementations.
+name, few top-level modules, contracts that do not import their implementations, and a
+daemon that never imports the offline build tooling.
 
 Every import counts: at the top, inside functions and under `TYPE_CHECKING` (a circle that
 only the type checker sees still ties the two modules together for a reader and for mypy).
@@ -17,13 +18,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent / "edge_tts"
 PACKAGE = "edge_tts"
 
-# Two modules with the same file name, left for now: they are under voice/, where the
-# quantizer is being reworked; voice/ is to be split into runtime and build tooling.
-SAME_NAME_ALLOWED = {
-    "split.py",  # voice/split.py (ONNX graph surgery) vs text/split.py (sentences)
-    "quantize.py",  # voice/quantize.py (the quantizer) vs cli/quantize.py (its command)
-    "builds.py",  # cache/builds.py vs tune/builds.py: which build of a voice, said twice
-}
+# What the daemon runs: it never imports the offline build tooling (onnx's graph tools,
+# onnxruntime's quantizer, tf2onnx), not even inside a function nobody calls.
+DAEMON = [
+    f"{PACKAGE}.{name}"
+    for name in (
+        "daemon",
+        "speech",
+        "mqtt",
+        "wyoming",
+        "homeassistant",
+        "messages",
+        "audio",
+        "cache",
+        "voice",
+        "text",
+        "config",
+        "state",
+    )
+]
+TOOLING = f"{PACKAGE}.voicebuild"  # the quantizer and the voice importer
 
 # Besides packages: __init__.py, __main__.py and at most one more.
 MAX_TOP_LEVEL_MODULES = 3
@@ -170,10 +184,40 @@ def test_no_two_modules_with_one_name() -> None:
     names = Counter(
         path.name for path in ROOT.rglob("*.py") if path.name not in {"__init__.py", "__main__.py"}
     )
-    repeated = sorted(name for name, count in names.items() if count > 1)
-    assert [name for name in repeated if name not in SAME_NAME_ALLOWED] == []
-    # A name fixed since stays fixed: the allow-list only shrinks.
-    assert sorted(SAME_NAME_ALLOWED - set(repeated)) == []
+    assert sorted(name for name, count in names.items() if count > 1) == []
+
+
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def imports_reaching(start: list[str], graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Every module the modules of the packages `start` import, directly or through
+    others: by name, one chain of imports that reaches it."""
+    roots = sorted(module for module in graph if any(_in(module, p) for p in start))
+    chains = {module: [module] for module in roots}
+    queue = list(roots)
+    while queue:
+        current = queue.pop(0)
+        for nxt in sorted(graph[current]):
+            if nxt not in chains:
+                chains[nxt] = [*chains[current], nxt]
+                queue.append(nxt)
+    return chains
+
+
+def test_the_daemon_never_imports_the_build_tooling() -> None:
+    graph = import_graph()
+    reached = imports_reaching(DAEMON, graph)
+    assert f"{PACKAGE}.voice.registry" in reached and f"{PACKAGE}.daemon.app" in reached
+    leaks = [" -> ".join(chain) for name, chain in reached.items() if _in(name, TOOLING)]
+    assert leaks == [], "the daemon imports the build tooling:\n" + "\n".join(leaks)
+
+
+def test_the_commands_that_build_voices_reach_the_tooling() -> None:
+    """The check above sees the tooling where it is imported (lazily, inside a command)."""
+    reached = imports_reaching([f"{PACKAGE}.cli.quantize"], import_graph())
+    assert f"{TOOLING}.quantizer" in reached
 
 
 def test_few_top_level_modules() -> None:

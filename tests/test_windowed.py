@@ -16,9 +16,9 @@ from edge_tts.config import SynthesisSettings
 from edge_tts.speech.direct import speak
 from edge_tts.voice import files
 from edge_tts.voice.base import SynthesisParams
+from edge_tts.voice.decoder_cut import DECODER_FIRST_CONV, split_at_decoder
 from edge_tts.voice.model import Voice, new_session, session_options
 from edge_tts.voice.phonemize import text_to_ids
-from edge_tts.voice.split import DECODER_FIRST_CONV, split_at_decoder
 from edge_tts.voice.windowed import (
     FIRST_WINDOW_FRAMES,
     MAX_WINDOW_FRAMES,

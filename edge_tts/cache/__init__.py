@@ -4,7 +4,8 @@ synthesis, and configured phrases rendered ahead, at the best quality, while idl
 key.py (what makes two chunks the same) → entry.py (one file: audio and checksum) →
 store.py (the directory, its index, LRU) → serving.py (`PhraseCache.audio()`, the hook
 where the pipeline gets a chunk's voice audio) and prerender.py (the idle thread);
-builds.py picks the build that renders phrases. docs/synthesis.md: Phrase cache.
+phrase_voice.py opens the build that renders phrases (voice/builds.py says which).
+docs/synthesis.md: Phrase cache.
 """
 
 from .prerender import Prerenderer

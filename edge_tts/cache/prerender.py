@@ -4,8 +4,8 @@ The pre-renderer is the schedule's producer of `PRERENDER` tasks (speech/schedul
 a free synthesis worker takes its next step only when nothing is queued, playing or
 running. A phrase is planned like a request with that text (same voices, chunks and
 options), so its chunks have the keys a request's will look up; each chunk missing from
-the cache is rendered with the voice's best build (builds.py: FP32 for our INT8 default
-voice) and stored pinned. One step is one step of the engine (the encoder run, or one
+the cache is rendered with the voice's best build (phrase_voice.py: FP32 for our INT8
+default voice) and stored pinned. One step is one step of the engine (the encoder run, or one
 decoder window), so a request that comes shares the CPU with at most the one window that
 was running when it arrived; `pauses` and `max_overlap_windows` count it, and tests hold
 it to one. After a pass it waits until the store says a pinned entry was lost (a corrupt
@@ -30,8 +30,8 @@ from ..text import EmptyTextError
 from ..voice.base import SpeechVoice
 from ..voice.model import release_free_memory
 from ..voice.registry import Voices
-from .builds import best_build_sha256, load_quietly, open_best_build
 from .key import ChunkInput, ChunkKey
+from .phrase_voice import best_build_sha256, load_quietly, open_best_build
 from .store import CacheStore
 
 _LOGGER = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ else from the voice, stored on the way.
 `PhraseCache.audio()` returns the chunk's float32 pieces at the voice's rate, the same
 whichever way they came, and synthesis.render() does the rest (trim, gate, resampling,
 volume) for both. A lookup prefers the entry of the voice's best build (rendered ahead
-while idle, builds.py) over the voice's own. Two chunks with the same key at once (the
+while idle, phrase_voice.py) over the voice's own. Two chunks with the same key at once (the
 same sentence twice in a message, or in two messages in a row) are synthesized once: the
 second waits for the first and is served its audio.
 """
@@ -22,8 +22,8 @@ from ..daemon.telemetry import Telemetry
 from ..speech.synthesis import SpeechOptions, voice_audio
 from ..voice.base import SpeechVoice
 from ..voice.windowed import FIRST_WINDOW_FRAMES
-from .builds import best_build_sha256
 from .key import ChunkInput, ChunkKey
+from .phrase_voice import best_build_sha256
 from .store import CacheStore
 
 _LOGGER = logging.getLogger(__name__)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,9 +32,9 @@ def add_parser(sub: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     # onnx and onnxruntime's quantization tools load only for this command.
     from ..voice import files
-    from ..voice.calibration import sentence_ids
     from ..voice.integrity import ModelIntegrityError, read_verified
-    from ..voice.quantize import DEFAULT_SCHEME, SCHEMES, quantize, recipe_fingerprint
+    from ..voicebuild.calibration import sentence_ids
+    from ..voicebuild.quantizer import DEFAULT_SCHEME, SCHEMES, quantize, recipe_fingerprint
 
     source = files.from_model_path(args.source) if args.source else files.packaged_fp32()
     output: Path = args.output or files.default_int8_path()
@@ -64,27 +63,27 @@ def _up_to_date(output: Path, fingerprint: str, source_sha256: str) -> bool:
     """Built from this source, with this recipe and onnxruntime, and not modified since."""
     import onnxruntime
 
-    from ..voice.integrity import ModelIntegrityError, manifest_path, read_verified
+    from ..voice.build_manifest import readable_manifest
+    from ..voice.integrity import ModelIntegrityError, read_verified
 
-    manifest_file = manifest_path(output)
-    if not output.is_file() or not manifest_file.is_file():
+    manifest = readable_manifest(output) if output.is_file() else None
+    if manifest is None:
         return False
     try:
-        manifest = json.loads(manifest_file.read_text("utf-8"))
-        read_verified(output, pinned=str(manifest["sha256"]))
-    except (ValueError, KeyError, ModelIntegrityError):
+        read_verified(output, pinned=manifest.sha256)
+    except ModelIntegrityError:
         return False
-    return bool(
-        manifest.get("recipe") == fingerprint
-        and manifest.get("source_sha256") == source_sha256
-        and manifest.get("onnxruntime_version") == onnxruntime.__version__
+    return (
+        manifest.recipe == fingerprint
+        and manifest.source_sha256 == source_sha256
+        and manifest.onnxruntime_version == onnxruntime.__version__
     )
 
 
 def _report(source: VoiceFiles, output: Path, scheme: str) -> None:
-    from ..voice.calibration import sentence_ids
-    from ..voice.quality import quality_report
-    from ..voice.quantize import quantize
+    from ..voicebuild.calibration import sentence_ids
+    from ..voicebuild.quality import quality_report
+    from ..voicebuild.quantizer import quantize
 
     ids = sentence_ids(source, "evaluation_en.txt")
     fp32_mb = source.model.stat().st_size / 1e6

@@ -46,8 +46,8 @@ def add_parser(sub: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..config import ConfigError, load_settings
-    from ..tune.builds import BuildError
     from ..tune.quantized import UnknownSchemeError
+    from ..voice.builds import BuildError
     from ..voice.files import VoiceNotFoundError
     from ..voice.integrity import ModelIntegrityError
 
@@ -107,11 +107,11 @@ def print_choices(settings: Any, set_aside: bool = True) -> int:
     """Which build the daemon would load for each voice now, and why; 78 when a pinned
     build is missing (the daemon would refuse to start). `set_aside`: an unusable
     tuning record is moved aside (else only ignored)."""
-    from ..tune import record
+    from ..voice.builds import choices
     from ..voice.files import VoiceNotFoundError
 
     try:
-        chosen = record.choices(settings, set_aside)
+        chosen = choices(settings, set_aside)
     except VoiceNotFoundError as err:
         return fail(EXIT_REFUSED, str(err))
     for name, choice in chosen.items():

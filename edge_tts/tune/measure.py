@@ -22,11 +22,11 @@ from ..config import SynthesisSettings, VoiceSettings
 from ..speech.direct import speak
 from ..voice import files
 from ..voice.base import SpeechVoice, SynthesisParams
+from ..voice.builds import Build
 from ..voice.model import Voice, release_free_memory
-from ..voice.quality import compare as compare_audio
-from ..voice.quality import gate_verdict
 from ..voice.registry import open_voice
-from .builds import Build
+from ..voicebuild.quality import compare as compare_audio
+from ..voicebuild.quality import gate_verdict
 
 Log = Callable[[str], None]
 MB = 1e6

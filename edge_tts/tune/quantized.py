@@ -3,7 +3,7 @@
 A fleet installs one INT8 build per voice (the default scheme). Where that one fails its
 quality gate (a CPU without int8 dot products), another scheme may pass and still beat
 FP32; `--schemes` quantizes those from the FP32 original into the data directory, beside
-the default build, where `builds.candidates` finds them by their manifests. Building
+the default build, where `voice.builds.candidates` finds them by their manifests. Building
 takes minutes (calibration runs the model); it is done once and is outside the budget.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..config import VoiceSettings
 from ..voice import files
-from .builds import Build, candidates
+from ..voice.builds import Build, candidates
 
 Log = Callable[[str], None]
 
@@ -31,8 +31,8 @@ def scheme_path(original: Path, scheme: str) -> Path:
 
 def build_schemes(vs: VoiceSettings, schemes: Sequence[str], log: Log) -> list[Path]:
     """Quantize the voice's FP32 original with each scheme it has no build of yet."""
-    from ..voice.calibration import sentence_ids
-    from ..voice.quantize import SCHEMES, quantize
+    from ..voicebuild.calibration import sentence_ids
+    from ..voicebuild.quantizer import SCHEMES, quantize
 
     unknown = [s for s in schemes if s not in SCHEMES]
     if unknown:

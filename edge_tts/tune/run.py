@@ -21,9 +21,9 @@ from ..config import Settings, VoiceSettings
 from ..text import prepare
 from ..text.languages import primary_language
 from ..voice import files
+from ..voice.builds import Build, candidates, configured_build
 from ..voice.model import Voice
 from . import DEFAULT_BUDGET_S, record
-from .builds import Build, candidates, configured_build
 from .machine import fingerprint, same_machine
 from .measure import Gate, Measured, measure
 from .quantized import build_schemes

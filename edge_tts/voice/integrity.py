@@ -8,18 +8,17 @@ the check and the load.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .build_manifest import ManifestError, read_manifest
+
 if TYPE_CHECKING:
     import onnx
 
 _LOGGER = logging.getLogger(__name__)
-
-MANIFEST_SUFFIX = ".manifest.json"
 
 
 class ModelIntegrityError(RuntimeError):
@@ -38,22 +37,13 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def manifest_path(model_path: Path) -> Path:
-    return model_path.with_name(model_path.name + MANIFEST_SUFFIX)
-
-
 def manifest_digest(model_path: Path) -> str | None:
     """The digest our quantizer wrote next to the model, if there is a manifest."""
-    path = manifest_path(model_path)
-    if not path.is_file():
-        return None
     try:
-        digest = json.loads(path.read_text(encoding="utf-8"))["sha256"]
-    except (ValueError, KeyError, TypeError) as err:
-        raise ModelIntegrityError(f"{path}: unreadable manifest ({err})") from err
-    if not isinstance(digest, str):
-        raise ModelIntegrityError(f"{path}: manifest 'sha256' is not a string")
-    return digest.lower()
+        manifest = read_manifest(model_path)
+    except ManifestError as err:
+        raise ModelIntegrityError(str(err)) from err
+    return manifest.sha256 if manifest is not None else None
 
 
 def read_verified(
@@ -104,7 +94,7 @@ def parse_self_contained(path: Path, data: bytes) -> onnx.ModelProto:
     """Parse the model, refusing weights in side files: those bytes would escape the hash.
 
     onnx is imported here, not at the top: the daemon parses in a child process
-    (voice/split.py) and never pays onnx's 12 MB.
+    (voice/model_check.py) and never pays onnx's 12 MB.
     """
     import onnx
     from google.protobuf.message import DecodeError

@@ -18,8 +18,8 @@ from piper.config import PiperConfig
 from .base import BuildInfo, SynthesisParams
 from .files import VoiceFiles, scheme_of
 from .integrity import read_pinned
+from .model_check import check_and_split
 from .phonemize import phonemes_to_ids, phonemize, text_to_ids
-from .split import check_and_split
 from .windowed import Engine, WholeEngine, WindowedEngine, probe_stages
 
 _LOGGER = logging.getLogger(__name__)

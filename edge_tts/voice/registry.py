@@ -11,7 +11,7 @@ from ..config import Settings, VoiceSettings
 from ..messages.request import BadRequest, SayRequest
 from ..speech.synthesis import SpeechOptions
 from ..text.languages import primary_language
-from . import files, voice_dir
+from . import builds, files, voice_dir
 from .base import SpeechVoice
 from .model import Voice
 from .two_stage import TwoStageVoice
@@ -32,16 +32,14 @@ class Voices:
         self._voices = dict(made) if made is not None else self._open_all()
 
     def _open_all(self) -> dict[str, SpeechVoice]:
-        """Each voice as the build this machine should run: the one `edge-ttsd tune`
-        chose here while its record holds, else the configured file (tune/record.py)."""
-        from ..tune.record import choices
-
+        """Each voice as the build this machine should run (voice/builds.py says which)."""
         synthesis = self._settings.synthesis
         voices: dict[str, SpeechVoice] = {}
-        for name, chosen in choices(self._settings).items():
+        for name, chosen in builds.choices(self._settings).items():
             build = chosen.build
-            pinned = self._settings.voices[name].sha256 if build.configured else build.sha256
-            voice = open_voice(str(build.path), pinned, synthesis.threads, synthesis.max_phonemes)
+            voice = open_voice(
+                str(build.path), chosen.pinned_sha256, synthesis.threads, synthesis.max_phonemes
+            )
             voice.build = replace(voice.build, chosen_by=chosen.chosen_by)
             _LOGGER.info("Voice %s: %s build (%s), %s", name, build.scheme, build.path, chosen.why)
             voices[name] = voice

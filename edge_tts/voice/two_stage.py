@@ -24,7 +24,7 @@ from .base import BuildInfo, SynthesisParams
 from .files import IMPORTED
 from .integrity import ModelIntegrityError
 from .model import new_session, release_free_memory, run_at_once
-from .split import check_self_contained
+from .model_check import check_self_contained
 from .vocoder import WindowedVocoder, probe_context
 
 _LOGGER = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ class TwoStageVoice:
     def warm_up(self, concurrent: int = 1) -> None:
         """The longest acoustic input `concurrent` times at once, and the largest vocoder
         window: the arena reaches its high-water mark before the first request."""
-        from . import pinyin
+        from ..text.mandarin import pinyin
 
         pinyin.load()  # its dictionaries: half a second, better now than on a request
         sessions = self._get_sessions()
@@ -113,7 +113,7 @@ class TwoStageVoice:
         release_free_memory()
 
     def _warm_up_ids(self) -> list[int]:
-        from . import pinyin
+        from ..text.mandarin import pinyin
 
         limit = self.max_phonemes
         body = list(_WARM_UP_SYLLABLE) * (limit // len(_WARM_UP_SYLLABLE))
@@ -134,7 +134,7 @@ class TwoStageVoice:
         """A normalized chunk → symbol id sequences of at most `max_phonemes` symbols."""
         # Here, not at the top: pypinyin's dictionaries cost memory only where a
         # two-stage voice is configured.
-        from . import pinyin
+        from ..text.mandarin import pinyin
 
         symbols = pinyin.to_symbols(text)
         if not symbols:

@@ -13,7 +13,7 @@ from typing import Protocol
 import numpy as np
 import onnxruntime
 
-from .split import SplitModel
+from .decoder_cut import SplitModel
 
 _LOGGER = logging.getLogger(__name__)
 

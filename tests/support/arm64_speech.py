@@ -28,9 +28,10 @@ import numpy.typing as npt
 import onnxruntime
 
 from edge_tts.text import prepare
-from edge_tts.voice import files, quality
+from edge_tts.voice import files
 from edge_tts.voice.model import load_config
 from edge_tts.voice.phonemize import text_to_ids
+from edge_tts.voicebuild import quality
 
 # getauxval(3) keys and the aarch64 bits onnxruntime's kernel choice depends on
 AT_HWCAP, AT_HWCAP2 = 16, 26
@@ -40,7 +41,7 @@ HWCAP2_I8MM = 1 << 13  # smmla/ummla: neither Pi
 
 def sentence_ids(text: str) -> list[list[int]]:
     """Phoneme ids of `text` through the front-end the quantizer's evaluation sentences go
-    through (edge_tts.voice.calibration.sentence_ids: same chunking, same phonemizer)."""
+    through (edge_tts.voicebuild.calibration.sentence_ids: same chunking, same phonemizer)."""
     config = load_config(files.packaged_fp32())
     ids: list[list[int]] = []
     for chunk in prepare(

@@ -4,35 +4,26 @@ inference noise scales and deterministically, from a seeded model.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from importlib.resources import files as package_files
-from pathlib import Path
 
 import numpy as np
 import onnx
 from onnxruntime.quantization import CalibrationDataReader
 
 from ..text import prepare
-from .files import VoiceFiles
-from .model import load_config
-from .phonemize import text_to_ids
+from ..voice.files import VoiceFiles
+from ..voice.model import load_config
+from ..voice.phonemize import text_to_ids
 
-DETERMINISTIC_SCALES = (0.0, 1.0, 0.0)
-DEFAULT_INFERENCE_SCALES = (0.667, 1.0, 0.8)
 CALIBRATION_SEED = 1234.0
 
 
-def inference_scales(src: Path) -> tuple[float, float, float]:
-    config = src.with_name(src.name + ".json")
-    if not config.is_file():
-        return DEFAULT_INFERENCE_SCALES
-    inference = json.loads(config.read_text(encoding="utf-8")).get("inference", {})
-    return (
-        float(inference.get("noise_scale", DEFAULT_INFERENCE_SCALES[0])),
-        float(inference.get("length_scale", DEFAULT_INFERENCE_SCALES[1])),
-        float(inference.get("noise_w", DEFAULT_INFERENCE_SCALES[2])),
-    )
+def inference_scales(voice: VoiceFiles) -> tuple[float, float, float]:
+    """The noise scales the voice speaks with: its config's, read as the daemon reads it
+    (Piper's defaults where it names none)."""
+    config = load_config(voice)
+    return (float(config.noise_scale), float(config.length_scale), float(config.noise_w_scale))
 
 
 def sentence_ids(voice: VoiceFiles, resource: str) -> list[list[int]]:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import files
+from ..voice import files
 from .postnet import move_postnet
 from .tflite_convert import (
     OPSET,

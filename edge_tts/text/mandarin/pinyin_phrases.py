@@ -16,7 +16,7 @@ texts in tests/test_pinyin_phrases.py. On random concatenations of dictionary ph
 junction (烈女|红学 against 烈|女红|学), both readings defensible.
 
 data/zh_phrases.tsv is generated from the pinned pypinyin by
-`python -m edge_tts.voice.pinyin_phrases` (in a process of its own: it needs the whole
+`python -m edge_tts.text.mandarin.pinyin_phrases` (in a process of its own: it needs the whole
 dictionary); `--check` says whether the shipped table is still what pypinyin gives. The
 data is pypinyin's (MIT, from mozillazg/phrase-pinyin-data).
 """

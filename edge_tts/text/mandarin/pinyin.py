@@ -34,8 +34,8 @@ import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from typing import Final
 
-from edge_tts.voice.pinyin_table import LETTER_NAMES, PINYIN
-from edge_tts.voice.tone_sandhi import Syllable, apply_sandhi
+from edge_tts.text.mandarin.pinyin_table import LETTER_NAMES, PINYIN
+from edge_tts.text.mandarin.tone_sandhi import Syllable, apply_sandhi
 
 _LOGGER = logging.getLogger(__name__)
 

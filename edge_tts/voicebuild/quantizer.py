@@ -1,12 +1,12 @@
 """INT8 quantization of Piper (VITS) voices for onnxruntime on CPU: build one scheme's
-model (edge_tts.voice.schemes), check it and write it with its manifest.
+model (edge_tts.voicebuild.schemes), check it and write it with its manifest.
 
 Static schemes first run ``quant_pre_process`` (ONNX shape inference and onnxruntime's
 portable basic graph optimizations, no symbolic shape inference); the result loads
 faster and quantizes identically.
 
 Calibration (static schemes): every id sequence is fed twice, once with the voice's
-inference noise scales (0.667, 1, 0.8 by default, read from the voice config) and once
+inference noise scales (from the voice config, as the daemon reads it) and once
 deterministically (0, 1, 0), so the ranges cover both the sampled and the
 noise-free latent.  The model's ``RandomNormalLike`` gets a fixed seed for calibration
 only (the seed is removed again from the written model), so the output is reproducible:
@@ -40,17 +40,19 @@ from onnxruntime.quantization import (
     quantize_static,
 )
 
+from ..voice import files
+from ..voice.build_manifest import write_manifest
 from .calibration import (
     CALIBRATION_SEED,
-    DETERMINISTIC_SCALES,
     PhonemeReader,
     inference_scales,
     set_random_seed,
 )
 from .polyphase import INTERLEAVE_OPS, interleave_nodes, original_name, rewrite_conv_transposes
+from .quality import DETERMINISTIC_SCALES
 from .schemes import DEFAULT_SCHEME, SCHEMES, Scheme
 
-__all__ = ["DEFAULT_SCHEME", "SCHEMES", "Scheme", "manifest_path", "quantize", "recipe_fingerprint"]
+__all__ = ["DEFAULT_SCHEME", "SCHEMES", "Scheme", "quantize", "recipe_fingerprint"]
 
 CREATED_BY = "edge-tts-daemon"
 
@@ -206,13 +208,13 @@ def _rewrite(scheme: Scheme, src: Path, work: Path) -> Path:
 
 
 def _build(scheme: Scheme, src: Path, work: Path, calibration_ids: Sequence[Sequence[int]]) -> Path:
-    scales = [inference_scales(src), DETERMINISTIC_SCALES]
     source = _rewrite(scheme, src, work)
     prepared = _prepare(source, work) if scheme.preprocess else source
     model = onnx.load(prepared)
     nodes = [node.name for node in model.graph.node if scheme.selects(node)]
     if scheme.method == "static":
         nodes += interleave_nodes(model, nodes)
+        scales = [inference_scales(files.from_model_path(src)), DETERMINISTIC_SCALES]
         return _build_static(scheme, model, work, nodes, PhonemeReader(calibration_ids, scales))
     out = work / "quantized.onnx"
     if scheme.method == "dynamic":
@@ -235,10 +237,6 @@ def _finalize(path: Path, dst: Path) -> onnx.ModelProto:
     partial.write_bytes(model.SerializeToString(deterministic=True))
     partial.replace(dst)  # atomic: a reader never sees half a model
     return model
-
-
-def manifest_path(dst: Path) -> Path:
-    return dst.with_name(dst.name + ".manifest.json")
 
 
 def recipe_fingerprint(recipe: Scheme, calibration_ids: Sequence[Sequence[int]]) -> str:
@@ -282,7 +280,7 @@ def quantize(
         "onnx_version": onnx.__version__,
         "created_by": CREATED_BY,
     }
-    manifest_path(dst).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    write_manifest(dst, manifest)
     config = src.with_name(src.name + ".json")
     if config.is_file():
         shutil.copyfile(config, dst.with_name(dst.name + ".json"))

@@ -1,11 +1,5 @@
-"""Which build of a voice renders its phrases ahead: the best one there is.
-
-The daemon speaks the default voice as our INT8 build because it is faster; the FP32
-original it was quantized from sounds better (docs/quantization.md) and, while the
-device is idle, its speed does not matter. So phrases are rendered with the FP32 model
-when the voice is an INT8 build of the packaged voice (its manifest names the packaged
-model's digest as its source); any other voice renders its phrases itself.
-"""
+"""The voice that renders a voice's phrases ahead: the best build of it there is
+(voice/builds.py says which), loaded at the lowest CPU priority."""
 
 from __future__ import annotations
 
@@ -16,39 +10,35 @@ import threading
 
 from ..voice import files
 from ..voice.base import SpeechVoice
+from ..voice.builds import packaged_original
 from ..voice.model import Voice
 
 _LOGGER = logging.getLogger(__name__)
-
-
-def _packaged() -> tuple[files.VoiceFiles, str]:
-    packaged = files.packaged_fp32()
-    return packaged, files.PACKAGED_DIGESTS[packaged.model.name]
 
 
 def best_build_sha256(voice: SpeechVoice) -> str | None:
     """The digest of the better build of `voice`, or None when it is its own best."""
     if not isinstance(voice, Voice):
         return None
-    packaged, digest = _packaged()
-    if voice.files.model == packaged.model:
-        return None
-    return digest if files.source_sha256(voice.files.model) == digest else None
+    original = packaged_original(voice.files.model)
+    return original.sha256 if original is not None else None
 
 
 def open_best_build(voice: SpeechVoice, threads: int, max_phonemes: int | None) -> SpeechVoice:
     """The voice that renders `voice`'s phrases ahead (not loaded yet): its FP32 original,
     or `voice` itself."""
-    if best_build_sha256(voice) is None:
+    if not isinstance(voice, Voice):
         return voice
-    packaged, digest = _packaged()
+    original = packaged_original(voice.files.model)
+    if original is None:
+        return voice
     _LOGGER.info(
         "Phrases of %s (%s) are rendered with its FP32 original %s",
         voice.name,
-        voice.files.model.name if isinstance(voice, Voice) else voice.name,
-        packaged.model.name,
+        voice.files.model.name,
+        original.path.name,
     )
-    return Voice(packaged, digest, threads, max_phonemes)
+    return Voice(files.from_model_path(original.path), original.sha256, threads, max_phonemes)
 
 
 def load_quietly(voice: SpeechVoice) -> None:

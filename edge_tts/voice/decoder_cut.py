@@ -11,22 +11,16 @@ The decoder is cut once more, at its second upsampling: the first stage (conv_pr
 low-rate resblocks, ~20 % of the decoder's work) sees ~10 latent frames around each
 output, the second (the high-rate layers, ~80 %) only ~1. Each window is decoded with
 each stage's own context, so the expensive stage recomputes ~1 frame at a seam, not 11.
+
+The cut runs in the model checker's child process (model_check.py): onnx is imported
+inside the functions that need it, so the daemon importing `SplitModel` pays nothing.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
-import subprocess
-import sys
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import IO, TYPE_CHECKING
-
-from .integrity import ModelIntegrityError, parse_self_contained
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import onnx
@@ -36,15 +30,10 @@ _LOGGER = logging.getLogger(__name__)
 DECODER_FIRST_CONV = "/dec/conv_pre/Conv"  # torch.onnx's scope name in every Piper export
 DECODER_STAGE_CONVS = ("/dec/ups.1/ConvTranspose",)  # where later decoder stages start
 # An INT8 build may hold a ConvTranspose rewritten as "<its name><this>" (the quantizer's
-# edge_tts.voice.polyphase); that Conv then starts the stage.
+# edge_tts.voicebuild.polyphase); that Conv then starts the stage.
 POLYPHASE_CONV = "_polyphase/Conv"
 SPEAKER_INPUTS = {"sid"}  # multi-speaker voices condition the decoder on the speaker
 _QDQ = ("QuantizeLinear", "DequantizeLinear")
-
-
-EXIT_REFUSED = 78  # the child's exit status for a model that must not be loaded
-SPLIT_TIMEOUT_S = 300
-MAX_HEADER_BYTES = 64 * 1024  # the answer's first line: names and sizes, a few hundred bytes
 
 
 @dataclass(frozen=True)
@@ -59,141 +48,6 @@ class SplitModel:
     @property
     def latent(self) -> str:
         return self.stage_inputs[0]
-
-
-def check_self_contained(path: Path, data: bytes) -> None:
-    """Check a model's verified bytes are self-contained ONNX, in a child process (see
-    `check_and_split`), for graphs that are not cut (a two-stage voice's)."""
-    _run_child(path, data, "--check-only")
-
-
-def check_and_split(path: Path, data: bytes) -> SplitModel | None:
-    """Check a model's verified bytes (self-contained ONNX) and cut it, in a child process.
-
-    The child gets the bytes on stdin, not the path, so what it checks and cuts is what was
-    hashed. Doing this in a child keeps onnx (12 MB of imports) and the parsed graph out of
-    the daemon: its memory goes back to the system when the child exits.
-    """
-    return _run_child(path, data)
-
-
-def _run_child(path: Path, data: bytes, *flags: str) -> SplitModel | None:
-    """The child's answer, each part read from the pipe straight into its own bytes. Read
-    whole and then cut (subprocess.run's output, a partition, a slice per part) the answer
-    was in memory four times at once beside `data`: +250 MB of peak RSS for the 63 MB FP32
-    model, the pre-renderer's load (docs/benchmarks.md, Phrase cache)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "edge_tts.voice.split", str(path), *flags],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    expired = threading.Event()
-
-    def expire() -> None:
-        expired.set()
-        proc.kill()
-
-    timer = threading.Timer(SPLIT_TIMEOUT_S, expire)
-    timer.start()
-    try:
-        halves, unreadable, error = _exchange(proc, data)
-    finally:
-        timer.cancel()
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-    if proc.returncode == EXIT_REFUSED:
-        raise ModelIntegrityError(error.splitlines()[-1] if error else f"{path} refused")
-    if expired.is_set():
-        raise ModelIntegrityError(f"could not check {path}: no answer in {SPLIT_TIMEOUT_S} s")
-    if proc.returncode != 0:
-        raise ModelIntegrityError(f"could not check {path} (exit {proc.returncode}): {error}")
-    if unreadable is not None:
-        raise ModelIntegrityError(f"could not check {path}: {unreadable}") from unreadable
-    return halves
-
-
-def _exchange(
-    proc: subprocess.Popen[bytes], data: bytes
-) -> tuple[SplitModel | None, Exception | None, str]:
-    """Model bytes in, (halves, why the answer was unreadable, stderr) out. The child reads
-    all of stdin before it writes, so writing it all first cannot block on a full stdout;
-    stderr is drained in a thread, so a child that says much there cannot block either."""
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    stderr, said = proc.stderr, bytearray()
-    drain = threading.Thread(target=lambda: said.extend(stderr.read()), daemon=True)
-    drain.start()
-    # A child that died early closes the pipe: its exit status says why.
-    with contextlib.suppress(BrokenPipeError), proc.stdin:
-        proc.stdin.write(data)
-    halves: SplitModel | None = None
-    unreadable: Exception | None = None
-    with proc.stdout:
-        try:
-            halves = _read_answer(proc.stdout)
-        except (ValueError, KeyError, TypeError, ModelIntegrityError) as err:
-            unreadable = err
-    proc.wait()  # stderr ends when the child does
-    drain.join()
-    stderr.close()
-    return halves, unreadable, said.decode("utf-8", "replace").strip()
-
-
-def _encode(halves: SplitModel | None) -> Iterator[bytes]:
-    """The child's answer in pieces (a header line, then the parts), written one by one:
-    joined, the child would hold the model twice more."""
-    if halves is None:
-        yield b"null\n"
-        return
-    header = {
-        "stage_inputs": list(halves.stage_inputs),
-        "channels": halves.channels,
-        "decoder_inputs": list(halves.decoder_inputs),
-        "sizes": [len(blob) for blob in (halves.encoder, *halves.decoder)],
-    }
-    yield json.dumps(header).encode() + b"\n"
-    yield halves.encoder
-    yield from halves.decoder
-
-
-def _read_answer(stream: IO[bytes]) -> SplitModel | None:
-    """The child's answer from its stdout, each part read into one bytes of its size."""
-    header = json.loads(stream.readline(MAX_HEADER_BYTES))
-    if header is None:
-        return None
-    parts = []
-    for size in (int(size) for size in header["sizes"]):
-        part = stream.read(size)
-        if len(part) != size:
-            raise ModelIntegrityError("the model checker's output is truncated")
-        parts.append(part)
-    if stream.read(1):
-        raise ModelIntegrityError("the model checker's output is longer than it says")
-    return SplitModel(
-        encoder=parts[0],
-        decoder=tuple(parts[1:]),
-        stage_inputs=tuple(str(name) for name in header["stage_inputs"]),
-        channels=int(header["channels"]),
-        decoder_inputs=tuple(str(name) for name in header["decoder_inputs"]),
-    )
-
-
-def _main(argv: list[str]) -> int:
-    """Child side of `check_and_split`: model bytes on stdin, halves (or null) on stdout."""
-    path = Path(argv[0]) if argv else Path("<stdin>")
-    data = sys.stdin.buffer.read()
-    try:
-        model = parse_self_contained(path, data)
-    except ModelIntegrityError as err:
-        print(err, file=sys.stderr)
-        return EXIT_REFUSED
-    del data
-    cut = "--check-only" not in argv
-    for piece in _encode(split_at_decoder(model) if cut else None):
-        sys.stdout.buffer.write(piece)
-    sys.stdout.buffer.flush()
-    return 0
 
 
 def split_at_decoder(model: onnx.ModelProto) -> SplitModel | None:
@@ -251,7 +105,7 @@ def _cut_before(
     model: onnx.ModelProto, node_name: str
 ) -> tuple[onnx.ModelProto, onnx.ModelProto, str] | None:
     """(model up to the float input of `node_name`, model from it, that tensor) or None."""
-    import onnx  # only in the child process (see check_and_split)
+    import onnx  # only in the model checker's child process
 
     graph = model.graph
     names = (node_name, node_name + POLYPHASE_CONV)
@@ -320,7 +174,7 @@ def _closure(
 def _decoder_model(
     model: onnx.ModelProto, nodes: set[int], latent: str, channels: int, inputs: list[str]
 ) -> onnx.ModelProto:
-    import onnx  # only in the child process (see check_and_split)
+    import onnx  # only in the model checker's child process
 
     latent_info = onnx.helper.make_tensor_value_info(
         latent, onnx.TensorProto.FLOAT, [1, channels, "frames"]
@@ -336,7 +190,7 @@ def _submodel(
     outputs: list[onnx.ValueInfoProto],
 ) -> onnx.ModelProto:
     """A new model of `model`'s nodes `nodes` (by index) with the weights they read."""
-    import onnx  # only in the child process (see check_and_split)
+    import onnx  # only in the model checker's child process
 
     graph = model.graph
     used = {t for i in nodes for t in graph.node[i].input}
@@ -355,7 +209,7 @@ def _submodel(
 
 def _keep_only(model: onnx.ModelProto, nodes: set[int], output: str) -> None:
     """Turn `model` into the subgraph of `nodes` with one output, deleting in place."""
-    import onnx  # only in the child process (see check_and_split)
+    import onnx  # only in the model checker's child process
 
     graph = model.graph
     for i in reversed(range(len(graph.node))):
@@ -370,8 +224,3 @@ def _keep_only(model: onnx.ModelProto, nodes: set[int], output: str) -> None:
             del graph.value_info[i]
     del graph.output[:]
     graph.output.append(onnx.helper.make_tensor_value_info(output, onnx.TensorProto.FLOAT, None))
-
-
-if __name__ == "__main__":
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    sys.exit(_main(sys.argv[1:]))

@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .split import POLYPHASE_CONV
+from ..voice.decoder_cut import POLYPHASE_CONV
 
 SUFFIX = POLYPHASE_CONV.removesuffix("/Conv")  # "<ConvTranspose name>_polyphase/..."
 _INT64_MAX = np.iinfo(np.int64).max

@@ -1,0 +1,162 @@
+"""The model checker: a model's verified bytes checked (self-contained ONNX) and cut at
+the decoder (decoder_cut.py) in a child process, `python -m edge_tts.voice.model_check`.
+
+The child gets the bytes on stdin, not the path, so what it checks and cuts is what was
+hashed. Doing this in a child keeps onnx (12 MB of imports) and the parsed graph out of
+the daemon: its memory goes back to the system when the child exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from .decoder_cut import SplitModel, split_at_decoder
+from .integrity import ModelIntegrityError, parse_self_contained
+
+EXIT_REFUSED = 78  # the child's exit status for a model that must not be loaded
+SPLIT_TIMEOUT_S = 300
+MAX_HEADER_BYTES = 64 * 1024  # the answer's first line: names and sizes, a few hundred bytes
+
+
+def check_self_contained(path: Path, data: bytes) -> None:
+    """Check a model's verified bytes are self-contained ONNX, in a child process (see
+    `check_and_split`), for graphs that are not cut (a two-stage voice's)."""
+    _run_child(path, data, "--check-only")
+
+
+def check_and_split(path: Path, data: bytes) -> SplitModel | None:
+    """Check a model's verified bytes (self-contained ONNX) and cut it, in a child process;
+    None for a graph that is not cut (decoded whole sentences at a time)."""
+    return _run_child(path, data)
+
+
+def _run_child(path: Path, data: bytes, *flags: str) -> SplitModel | None:
+    """The child's answer, each part read from the pipe straight into its own bytes. Read
+    whole and then cut (subprocess.run's output, a partition, a slice per part) the answer
+    was in memory four times at once beside `data`: +250 MB of peak RSS for the 63 MB FP32
+    model, the pre-renderer's load (docs/benchmarks.md, Phrase cache)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "edge_tts.voice.model_check", str(path), *flags],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        proc.kill()
+
+    timer = threading.Timer(SPLIT_TIMEOUT_S, expire)
+    timer.start()
+    try:
+        halves, unreadable, error = _exchange(proc, data)
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    if proc.returncode == EXIT_REFUSED:
+        raise ModelIntegrityError(error.splitlines()[-1] if error else f"{path} refused")
+    if expired.is_set():
+        raise ModelIntegrityError(f"could not check {path}: no answer in {SPLIT_TIMEOUT_S} s")
+    if proc.returncode != 0:
+        raise ModelIntegrityError(f"could not check {path} (exit {proc.returncode}): {error}")
+    if unreadable is not None:
+        raise ModelIntegrityError(f"could not check {path}: {unreadable}") from unreadable
+    return halves
+
+
+def _exchange(
+    proc: subprocess.Popen[bytes], data: bytes
+) -> tuple[SplitModel | None, Exception | None, str]:
+    """Model bytes in, (halves, why the answer was unreadable, stderr) out. The child reads
+    all of stdin before it writes, so writing it all first cannot block on a full stdout;
+    stderr is drained in a thread, so a child that says much there cannot block either."""
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    stderr, said = proc.stderr, bytearray()
+    drain = threading.Thread(target=lambda: said.extend(stderr.read()), daemon=True)
+    drain.start()
+    # A child that died early closes the pipe: its exit status says why.
+    with contextlib.suppress(BrokenPipeError), proc.stdin:
+        proc.stdin.write(data)
+    halves: SplitModel | None = None
+    unreadable: Exception | None = None
+    with proc.stdout:
+        try:
+            halves = _read_answer(proc.stdout)
+        except (ValueError, KeyError, TypeError, ModelIntegrityError) as err:
+            unreadable = err
+    proc.wait()  # stderr ends when the child does
+    drain.join()
+    stderr.close()
+    return halves, unreadable, said.decode("utf-8", "replace").strip()
+
+
+def _encode(halves: SplitModel | None) -> Iterator[bytes]:
+    """The child's answer in pieces (a header line, then the parts), written one by one:
+    joined, the child would hold the model twice more."""
+    if halves is None:
+        yield b"null\n"
+        return
+    header = {
+        "stage_inputs": list(halves.stage_inputs),
+        "channels": halves.channels,
+        "decoder_inputs": list(halves.decoder_inputs),
+        "sizes": [len(blob) for blob in (halves.encoder, *halves.decoder)],
+    }
+    yield json.dumps(header).encode() + b"\n"
+    yield halves.encoder
+    yield from halves.decoder
+
+
+def _read_answer(stream: IO[bytes]) -> SplitModel | None:
+    """The child's answer from its stdout, each part read into one bytes of its size."""
+    header = json.loads(stream.readline(MAX_HEADER_BYTES))
+    if header is None:
+        return None
+    parts = []
+    for size in (int(size) for size in header["sizes"]):
+        part = stream.read(size)
+        if len(part) != size:
+            raise ModelIntegrityError("the model checker's output is truncated")
+        parts.append(part)
+    if stream.read(1):
+        raise ModelIntegrityError("the model checker's output is longer than it says")
+    return SplitModel(
+        encoder=parts[0],
+        decoder=tuple(parts[1:]),
+        stage_inputs=tuple(str(name) for name in header["stage_inputs"]),
+        channels=int(header["channels"]),
+        decoder_inputs=tuple(str(name) for name in header["decoder_inputs"]),
+    )
+
+
+def _main(argv: list[str]) -> int:
+    """Child side of `check_and_split`: model bytes on stdin, halves (or null) on stdout."""
+    path = Path(argv[0]) if argv else Path("<stdin>")
+    data = sys.stdin.buffer.read()
+    try:
+        model = parse_self_contained(path, data)
+    except ModelIntegrityError as err:
+        print(err, file=sys.stderr)
+        return EXIT_REFUSED
+    del data
+    cut = "--check-only" not in argv
+    for piece in _encode(split_at_decoder(model) if cut else None):
+        sys.stdout.buffer.write(piece)
+    sys.stdout.buffer.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    sys.exit(_main(sys.argv[1:]))
