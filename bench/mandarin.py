@@ -141,7 +141,7 @@ class Speaker:
 
     key: str
     voice: Any  # edge_tts.voice.base.SpeechVoice
-    options: Any  # edge_tts.speech.synthesis.SpeechOptions
+    options: Any  # edge_tts.voice.base.SpeechOptions
     load_s: float = 0.0
     warm_s: float = 0.0
     first_chunk_chars: int | None = None  # None: the daemon's (synthesis.first_chunk_chars)
@@ -158,8 +158,8 @@ def open_speaker(key: str, voice_dir: Path, steps: dict[str, float] | None = Non
     built as edge_tts/voice/registry.py's `open_voice` does, loaded and warmed up as
     edge_tts/daemon/app.py's `_preload` does. `steps`: RSS after each step, by name (the Mandarin
     voice's pinyin dictionaries first: its warm_up would load them anyway)."""
-    from edge_tts.speech.synthesis import SpeechOptions
     from edge_tts.voice import files
+    from edge_tts.voice.base import SpeechOptions
     from edge_tts.voice.model import Voice
     from edge_tts.voice.two_stage import TwoStageVoice
 

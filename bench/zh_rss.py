@@ -37,10 +37,11 @@ DEFAULT_VARIANTS = ("300x2", "300x1", "150x2", "100x2")
 
 
 def worker(voice_dir: Path, max_phonemes: int, concurrent: int, english: bool) -> int:
-    from edge_tts.speech.synthesis import SpeechOptions, render
+    from edge_tts.speech.synthesis import render
     from edge_tts.text import prepare
     from edge_tts.text.mandarin import pinyin
     from edge_tts.voice import files
+    from edge_tts.voice.base import SpeechOptions
     from edge_tts.voice.model import Voice, release_free_memory, share_runtime
     from edge_tts.voice.two_stage import TwoStageVoice
 

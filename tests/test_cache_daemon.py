@@ -19,8 +19,9 @@ import pytest
 
 from edge_tts.cache.entry import read
 from edge_tts.cache.serving import replay
-from edge_tts.speech.synthesis import SpeechOptions, render
+from edge_tts.speech.synthesis import render
 from edge_tts.voice import files
+from edge_tts.voice.base import SpeechOptions
 from edge_tts.voice.model import Voice
 
 from .support.broker import Broker, Recorder

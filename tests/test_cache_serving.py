@@ -37,9 +37,9 @@ from edge_tts.speech.jobs import Job, StepTask
 from edge_tts.speech.pipeline import Pipeline
 from edge_tts.speech.routing import Router
 from edge_tts.speech.schedule import Schedule, TaskClass
-from edge_tts.speech.synthesis import SpeechOptions, render
+from edge_tts.speech.synthesis import render
 from edge_tts.voice import files
-from edge_tts.voice.base import SynthesisParams
+from edge_tts.voice.base import SpeechOptions, SynthesisParams
 from edge_tts.voice.model import Voice
 from edge_tts.voice.registry import Voices
 

@@ -10,7 +10,7 @@ from edge_tts.messages.request import SayRequest
 from edge_tts.speech.jobs import Job, StepTask
 from edge_tts.speech.keepwarm import KeepWarm
 from edge_tts.speech.schedule import Schedule, TaskClass
-from edge_tts.speech.synthesis import SpeechOptions
+from edge_tts.voice.base import SpeechOptions
 from edge_tts.voice.registry import Voices
 
 from .support.fakes import FakeOutput, FakeVoice

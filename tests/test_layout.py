@@ -229,3 +229,21 @@ def test_contracts_import_no_implementation() -> None:
     graph = import_graph()
     for contract, implementations in CONTRACTS.items():
         assert graph[contract] & implementations == set(), contract
+
+
+# What the voices and the text front-end are must not depend on who asks for speech: they
+# import none of the engine, the doors or the daemon (directly; a CLI may import both).
+LOWER_LAYERS = ("voice", "text", "audio", "state")
+UPPER_LAYERS = ("speech", "mqtt", "wyoming", "homeassistant", "messages", "daemon", "cache")
+
+
+def test_voices_and_text_do_not_import_the_engine_or_its_doors() -> None:
+    graph = import_graph()
+    leaks = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if any(_in(module, f"{PACKAGE}.{low}") for low in LOWER_LAYERS)
+        for target in targets
+        if any(_in(target, f"{PACKAGE}.{up}") for up in UPPER_LAYERS)
+    )
+    assert leaks == []

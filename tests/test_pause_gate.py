@@ -7,8 +7,8 @@ import pytest
 
 from edge_tts.audio.pause_gate import FRAME, RANGE_DB, PauseGate
 from edge_tts.speech.direct import speak
-from edge_tts.speech.synthesis import SpeechOptions
 from edge_tts.voice import files
+from edge_tts.voice.base import SpeechOptions
 from edge_tts.voice.model import Voice
 
 RATE = 22050

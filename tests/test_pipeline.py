@@ -16,7 +16,7 @@ from edge_tts.messages.request import Envelope, SayRequest
 from edge_tts.speech.dedupe import PlayedStore
 from edge_tts.speech.jobs import Job
 from edge_tts.speech.pipeline import Pipeline
-from edge_tts.speech.synthesis import SpeechOptions
+from edge_tts.voice.base import SpeechOptions
 
 from .support.fakes import FakeDelivery, FakeOutput, FakeReporter, FakeVoice
 from .support.waiting import wait_until

@@ -9,11 +9,11 @@ import pytest
 
 from edge_tts.config import SynthesisSettings, settings_from_mapping
 from edge_tts.messages.parse import parse_say
-from edge_tts.messages.request import BadRequest, Envelope, SayRequest
-from edge_tts.speech.jobs import Chunk
+from edge_tts.messages.request import Envelope, SayRequest
+from edge_tts.speech.jobs import Chunk, job_for
 from edge_tts.speech.routing import Router
 from edge_tts.text import UnsupportedScriptError
-from edge_tts.voice.registry import Voices
+from edge_tts.voice.registry import UnknownVoiceError, Voices
 
 from .support.fakes import FakeVoice
 
@@ -45,10 +45,10 @@ def request(text: str, **fields: object) -> SayRequest:
 
 def plan(registry: Voices, text: str, **fields: object) -> list[Chunk]:
     """The chunks of a request with `text` and `fields`, as the pipeline plans them."""
-    req = request(text, **fields)
-    voice = registry.for_request(req)
-    options = registry.request_options(voice, req)
-    return Router(SynthesisSettings(), registry).plan(text, voice, options, req.speed)
+    job = job_for(request(text, **fields), registry, [])
+    return Router(SynthesisSettings(), registry).plan(
+        text, job.voice, job.options, job.request.speed
+    )
 
 
 EN, ZH = fake("en-us", "joe"), fake("zh", "baker")
@@ -116,23 +116,25 @@ def test_the_requests_speaker_is_for_its_own_voice_and_speed_for_all() -> None:
     [("zh", "baker"), ("zh-CN", "baker"), ("Mandarin", "baker"), ("en", "joe"), ("en_US", "joe")],
 )
 def test_a_request_may_name_a_language_instead_of_a_voice(language: str, voice: str) -> None:
-    assert BOTH.for_request(request("你好", language=language)).name == voice
+    assert job_for(request("你好", language=language), BOTH, []).voice.name == voice
 
 
 def test_a_language_no_voice_speaks_is_refused_with_the_ones_there_are() -> None:
-    with pytest.raises(BadRequest, match=r"no voice for language 'de' \(configured: en, zh\)"):
-        BOTH.for_request(request("Hallo", language="de"))
+    with pytest.raises(
+        UnknownVoiceError, match=r"no voice for language 'de' \(configured: en, zh\)"
+    ):
+        job_for(request("Hallo", language="de"), BOTH, [])
 
 
 def test_languages_setting_picks_the_voice_for_a_language() -> None:
     other = fake("zh", "other")
     registry = voices({"zh": "second"}, default=EN, first=ZH, second=other)
-    assert registry.for_request(request("你好", language="zh")) is other
+    assert job_for(request("你好", language="zh"), registry, []).voice is other
     assert Router(SynthesisSettings(), registry).segments("你好", EN)[0].voice is other
 
 
 def test_a_named_voice_wins_over_the_language() -> None:
-    assert BOTH.for_request(request("你好", voice="default", language="zh")) is EN
+    assert job_for(request("你好", voice="default", language="zh"), BOTH, []).voice is EN
 
 
 def test_languages_must_name_configured_voices() -> None:

@@ -13,7 +13,7 @@ from edge_tts.audio.output import AudioOutput
 from edge_tts.audio.wavfile import WavFileOutput
 from edge_tts.config import AudioSettings, SynthesisSettings
 from edge_tts.speech.oneshot import NoSoundCardError, SayFailed, SayReport, say
-from edge_tts.speech.synthesis import SpeechOptions
+from edge_tts.voice.base import SpeechOptions
 from edge_tts.voice.integrity import ModelIntegrityError
 
 from .support.fakes import FakeOutput, FakeVoice

@@ -9,8 +9,9 @@ import pytest
 
 from edge_tts.audio.dsp import Resampler, to_pcm16
 from edge_tts.speech.direct import speak
-from edge_tts.speech.synthesis import SpeechOptions, sentence_pause
+from edge_tts.speech.synthesis import sentence_pause
 from edge_tts.text import EmptyTextError
+from edge_tts.voice.base import SpeechOptions
 from edge_tts.voice.model import Voice
 
 from .support.fakes import FakeVoice

@@ -36,8 +36,8 @@ from edge_tts.speech.jobs import Job, StepTask
 from edge_tts.speech.pipeline import Pipeline
 from edge_tts.speech.responses import Responses
 from edge_tts.speech.schedule import TaskClass
-from edge_tts.speech.synthesis import SpeechOptions
 from edge_tts.text import split_sentences
+from edge_tts.voice.base import SpeechOptions
 from edge_tts.voice.registry import Voices
 from edge_tts.wyoming import WyomingServer, sentences, server
 from edge_tts.wyoming.info import wyoming_language

@@ -15,8 +15,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from ..speech.synthesis import SpeechOptions
-from ..voice.base import SpeechVoice
+from ..voice.base import SpeechOptions, SpeechVoice
 
 # Bump when what an entry holds changes meaning (its layout, or the engine's output for
 # the same ids, e.g. a decoder fix): every older entry then misses and ages out.

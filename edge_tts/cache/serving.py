@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..daemon.telemetry import Telemetry
-from ..speech.synthesis import SpeechOptions, voice_audio
-from ..voice.base import SpeechVoice
+from ..speech.synthesis import voice_audio
+from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.windowed import FIRST_WINDOW_FRAMES
 from .key import ChunkInput, ChunkKey
 from .phrase_voice import best_build_sha256

@@ -41,9 +41,9 @@ def add_parser(sub: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..config import AudioSettings, SynthesisSettings
     from ..speech.oneshot import NoSoundCardError, SayFailed, say
-    from ..speech.synthesis import SpeechOptions
     from ..text import EmptyTextError
     from ..voice import files
+    from ..voice.base import SpeechOptions
     from ..voice.integrity import ModelIntegrityError
     from ..voice.model import share_runtime
     from ..voice.registry import open_voice

@@ -12,9 +12,9 @@ from ..daemon.telemetry import Telemetry
 from ..messages.parse import hermes_site, parse_hermes, parse_say
 from ..messages.request import BadRequest, Envelope, SayRequest
 from ..messages.topics import Topics
-from ..speech.jobs import Job
+from ..speech.jobs import Job, job_for
 from ..speech.pipeline import Pipeline
-from ..voice.registry import Voices
+from ..voice.registry import UnknownVoiceError, Voices
 from .link import Inbound, MqttLink
 from .reporter import MqttReporter
 
@@ -53,7 +53,7 @@ class Intake:
         try:
             request = self._parse(env, hermes)
             job = self._job(request, inbound)
-        except BadRequest as err:
+        except (BadRequest, UnknownVoiceError) as err:
             self._reporter.bad_payload(inbound, str(err), site)
             return
         except Exception as err:  # a bug must still answer the sender, never drop silently
@@ -85,10 +85,7 @@ class Intake:
         return parse_say(env, self._queue.max_text_chars, self._queue.default_ttl)
 
     def _job(self, request: SayRequest, inbound: Inbound) -> Job:
-        voice = self._voices.for_request(request)
-        options = self._voices.request_options(voice, request)
-        delivery = MqttDelivery(self._link, inbound)
-        return Job(request=request, deliveries=[delivery], voice=voice, options=options)
+        return job_for(request, self._voices, [MqttDelivery(self._link, inbound)])
 
 
 @dataclass(frozen=True)

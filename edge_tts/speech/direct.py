@@ -13,10 +13,10 @@ import numpy as np
 
 from ..config import SynthesisSettings
 from ..text import EmptyTextError
-from ..voice.base import SpeechVoice
+from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.registry import Voices
 from .routing import Router
-from .synthesis import SpeechOptions, render
+from .synthesis import render
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ import numpy as np
 
 from ..audio.output import Utterance
 from ..messages.request import SayRequest
-from ..voice.base import SpeechVoice
-from .synthesis import SpeechOptions
+from ..voice.base import SpeechOptions, SpeechVoice
+from ..voice.registry import Voices
 
 
 class Delivery(Protocol):
@@ -174,3 +174,14 @@ class StepTask:
 
 
 Task = PlanTask | ChunkTask | StepTask
+
+
+def job_for(request: SayRequest, voices: Voices, deliveries: list[Delivery]) -> Job:
+    """The job of a request to play here: the voice it names (else the one for its
+    language, else the default) and how that voice speaks it. UnknownVoiceError (a
+    ValueError) for a voice or language there is not."""
+    voice = voices.choose(request.voice, request.language)
+    options = voices.options_for(
+        voice, speaker=request.speaker, speed=request.speed, volume=request.volume
+    )
+    return Job(request=request, deliveries=deliveries, voice=voice, options=options)

@@ -17,10 +17,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..voice.base import SpeechVoice
+from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.registry import Voices
 from .jobs import StepTask
-from .synthesis import SpeechOptions, voice_audio
+from .synthesis import voice_audio
 
 _LOGGER = logging.getLogger(__name__)
 

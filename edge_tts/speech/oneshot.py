@@ -17,10 +17,9 @@ from ..daemon.lifecycle import Part, Parts, nothing
 from ..daemon.telemetry import Telemetry
 from ..messages.events import FinalKind
 from ..messages.request import SayRequest
-from ..voice.base import SpeechVoice
+from ..voice.base import SpeechOptions, SpeechVoice
 from .jobs import Job
 from .pipeline import Pipeline
-from .synthesis import SpeechOptions
 
 STOP_TIMEOUT_S = 5.0
 _REQUEST_ID = "say"

@@ -29,11 +29,11 @@ import numpy as np
 from ..cache.serving import ChunkAudio, PhraseCache, cached_audio
 from ..config import SynthesisSettings
 from ..text import EmptyTextError
-from ..voice.base import SpeechVoice
+from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.registry import Voices
 from .jobs import Chunk, StepTask
 from .routing import Router
-from .synthesis import SpeechOptions, render
+from .synthesis import render
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -257,7 +257,7 @@ class Responses:
         """A new response for a client of `door` ("wyoming", "http": its name and its
         telemetry label) in the voice it named (by name, else by language, else the
         default voice), `speed` times as fast as the voice's own pace. ValueError
-        (BadRequest) for a voice or speaker there is not."""
+        (UnknownVoiceError) for a voice or speaker there is not."""
         name = f"{door}-{next(self._names)}"
         chosen = self._voices.choose(voice, language)
         options = self._voices.options_for(chosen, speaker=speaker, speed=speed)

@@ -14,10 +14,9 @@ from typing import Final
 from ..config import SynthesisSettings
 from ..text import EmptyTextError, prepare
 from ..text.scripts import native_scripts, script_of
-from ..voice.base import SpeechVoice
+from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.registry import Voices
 from .jobs import Chunk
-from .synthesis import SpeechOptions
 
 _LATIN: Final = "LATIN"
 _SCRIPT_LANGUAGE: Final = {"CJK": "zh", _LATIN: "en"}  # whose voice a run goes to first

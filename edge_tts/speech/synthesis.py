@@ -16,28 +16,11 @@ from ..audio.dsp import Resampler, to_pcm16, trim_leading_silence
 from ..audio.pause_gate import PauseGate
 from ..config import SynthesisSettings
 from ..text import EmptyTextError, prepare
-from ..voice.base import SpeechVoice, SynthesisParams
+from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.windowed import FIRST_WINDOW_FRAMES
 
 SENTENCE_ENDS = (".", "!", "?", ";")  # after clean(): 。！？； are these
 CLAUSE_ENDS = (",", ":")  # after clean(): ，、： are these
-
-
-@dataclass(frozen=True)
-class SpeechOptions:
-    speaker: int | str | None = None
-    length_scale: float | None = None  # > 1 speaks slower
-    volume: float = 1.0
-    noise_scale: float | None = None
-    noise_w: float | None = None
-
-    def params(self) -> SynthesisParams:
-        return SynthesisParams(
-            speaker=self.speaker,
-            length_scale=self.length_scale,
-            noise_scale=self.noise_scale,
-            noise_w=self.noise_w,
-        )
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,25 @@ class SynthesisParams:
 
 
 @dataclass(frozen=True)
+class SpeechOptions:
+    """How a voice speaks one request: the model's parameters and the output's gain."""
+
+    speaker: int | str | None = None
+    length_scale: float | None = None  # > 1 speaks slower
+    volume: float = 1.0
+    noise_scale: float | None = None
+    noise_w: float | None = None
+
+    def params(self) -> SynthesisParams:
+        return SynthesisParams(
+            speaker=self.speaker,
+            length_scale=self.length_scale,
+            noise_scale=self.noise_scale,
+            noise_w=self.noise_w,
+        )
+
+
+@dataclass(frozen=True)
 class BuildInfo:
     """Which build of a voice runs, and how: shown in telemetry and events."""
 

@@ -8,9 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..config import Settings, VoiceSettings
-from ..messages.request import BadRequest, SayRequest
-from ..speech.synthesis import SpeechOptions
 from ..text.languages import primary_language
+from ..voice.base import SpeechOptions
 from . import builds, files, voice_dir
 from .base import SpeechVoice
 from .model import Voice
@@ -20,6 +19,10 @@ _LOGGER = logging.getLogger(__name__)
 
 # What a request's `language` may name besides a code: "mandarin" is what users write.
 _LANGUAGE_NAMES: Mapping[str, str] = {"mandarin": "zh", "chinese": "zh", "english": "en"}
+
+
+class UnknownVoiceError(ValueError):
+    """A request names a voice, or a language, that no configured voice is."""
 
 
 class Voices:
@@ -50,14 +53,14 @@ class Voices:
         return self._voices[self._settings.default_voice]
 
     def get(self, name: str | None) -> SpeechVoice:
-        """The voice a request names (None: the default); BadRequest for an unknown one."""
+        """The voice a request names (None: the default); UnknownVoiceError for another."""
         if name is None:
             return self.default
         try:
             return self._voices[name]
         except KeyError:
             known = ", ".join(sorted(self._voices))
-            raise BadRequest(f"unknown voice {name!r} (configured: {known})") from None
+            raise UnknownVoiceError(f"unknown voice {name!r} (configured: {known})") from None
 
     def for_language(self, language: str) -> SpeechVoice | None:
         """The voice for a language: `languages.<code>` when set, else the default voice
@@ -69,26 +72,18 @@ class Voices:
         candidates = [self.default, *self._voices.values()]
         return next((v for v in candidates if primary_language(v.language) == code), None)
 
-    def for_request(self, request: SayRequest) -> SpeechVoice:
-        """The voice a request names, or the one for its language, or the default."""
-        return self.choose(request.voice, request.language)
-
     def choose(self, name: str | None, language: str | None) -> SpeechVoice:
-        """The voice named, or the one for `language`, or the default; BadRequest for an
-        unknown name or a language no voice speaks."""
+        """The voice named, or the one for `language`, or the default; UnknownVoiceError
+        for an unknown name or a language no voice speaks."""
         if name is not None or language is None:
             return self.get(name)
         voice = self.for_language(language)
         if voice is None:
             codes = sorted({primary_language(v.language) for v in self._voices.values()})
-            raise BadRequest(f"no voice for language {language!r} (configured: {', '.join(codes)})")
+            raise UnknownVoiceError(
+                f"no voice for language {language!r} (configured: {', '.join(codes)})"
+            )
         return voice
-
-    def request_options(self, voice: SpeechVoice, request: SayRequest) -> SpeechOptions:
-        """How `voice`, the one the request asked for, speaks it."""
-        return self.options_for(
-            voice, speaker=request.speaker, speed=request.speed, volume=request.volume
-        )
 
     def options_for(
         self,

@@ -68,7 +68,7 @@ class Sender:
                 language=voice.language if voice else None,
                 speaker=voice.speaker if voice else None,
             )
-        except ValueError as err:  # BadRequest: an unknown voice, language or speaker
+        except ValueError as err:  # an unknown voice, language or speaker
             raise ClientError(str(err), "bad-request") from None
         self.ctx.telemetry.count("wyoming_requests")
         self.response = response
