@@ -12,6 +12,7 @@ that re-exports a child look circular.
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -247,3 +248,21 @@ def test_voices_and_text_do_not_import_the_engine_or_its_doors() -> None:
         if any(_in(target, f"{PACKAGE}.{up}") for up in UPPER_LAYERS)
     )
     assert leaks == []
+
+
+def readme_map() -> str:
+    """The README's map of the package: its code block that starts with `edge_tts/`."""
+    readme = (ROOT.parent / "README.md").read_text(encoding="utf-8")
+    start = readme.index("```\nedge_tts/\n") + 4
+    return readme[start : readme.index("```", start)]
+
+
+def test_the_readme_map_names_every_package_and_only_modules_there_are() -> None:
+    """A newcomer reads the map before the code: it must be the tree as it is."""
+    lines = readme_map().splitlines()
+    mapped = {m.group(1) for line in lines if (m := re.match(r"  (\w+)/ ", line))}
+    packages = {p.parent.name for p in ROOT.glob("*/__init__.py")}
+    assert mapped == packages
+    files = {p.name for p in ROOT.rglob("*.py")}
+    named = set(re.findall(r"\b(\w+\.py)\b", readme_map()))
+    assert sorted(named - files) == []
