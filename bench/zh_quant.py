@@ -405,7 +405,8 @@ def open_pipeline(option: Option, voice: Path, work: Path) -> Pipeline:
 
     from edge_tts.voice import voice_dir
     from edge_tts.voice.model import session_options
-    from edge_tts.voice.vocoder import WindowedVocoder, probe_context
+    from edge_tts.voice.vocoder import WindowedVocoder
+    from edge_tts.voice.vocoder_probe import probe_context
 
     config = voice_dir.read_config(voice)
 

@@ -4,7 +4,7 @@ proposal (larger windows after the first), side by side.
     python bench/zh_windows.py [--voice DIR] [--rounds 3] [--smallest 96] [--out FILE] [--json]
 
 The vocoder (Multi-band MelGAN) needs its receptive field, 31 frames, of context on each
-side of a window (edge_tts/voice/vocoder.py's `probe_context`), so a window of n frames
+side of a window (edge_tts/voice/vocoder_probe.py's `probe_context`), so a window of n frames
 costs about n + 62 frames of work. WindowedVocoder.stream sizes the windows after the first with
 windowed.py's `next_window`, whose smallest window is the first one (16 frames): on a
 slow or busy machine the windows stay near 16 frames and the vocoder does ~4x the work of
@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     from edge_tts.voice import voice_dir
     from edge_tts.voice.model import session_options, share_runtime
-    from edge_tts.voice.vocoder import WindowedVocoder, probe_context
+    from edge_tts.voice.vocoder import WindowedVocoder
+    from edge_tts.voice.vocoder_probe import probe_context
     from edge_tts.voice.windowed import FIRST_WINDOW_FRAMES
 
     load_before = os.getloadavg()

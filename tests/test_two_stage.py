@@ -16,7 +16,8 @@ from edge_tts.voice.base import SpeechVoice, SynthesisParams
 from edge_tts.voice.integrity import ModelIntegrityError, sha256_hex
 from edge_tts.voice.model import new_session
 from edge_tts.voice.two_stage import TwoStageVoice, bound_symbols
-from edge_tts.voice.vocoder import WindowedVocoder, float_twin
+from edge_tts.voice.vocoder import WindowedVocoder
+from edge_tts.voice.vocoder_probe import float_twin
 from edge_tts.voice.voice_dir import VoiceDirError
 
 SHORT = "前方路口请左转."

@@ -14,7 +14,7 @@ import logging
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -29,22 +29,34 @@ MAX_HEADER_BYTES = 64 * 1024  # the answer's first line: names and sizes, a few 
 def check_self_contained(path: Path, data: bytes) -> None:
     """Check a model's verified bytes are self-contained ONNX, in a child process (see
     `check_and_split`), for graphs that are not cut (a two-stage voice's)."""
-    _run_child(path, data, "--check-only")
+    run_child(path, data, "--check-only")
 
 
 def check_and_split(path: Path, data: bytes) -> SplitModel | None:
     """Check a model's verified bytes (self-contained ONNX) and cut it, in a child process;
     None for a graph that is not cut (decoded whole sentences at a time)."""
-    return _run_child(path, data)
+    answer = run_child(path, data)
+    assert not isinstance(answer, int)
+    return answer
 
 
-def _run_child(path: Path, data: bytes, *flags: str) -> SplitModel | None:
-    """The child's answer, each part read from the pipe straight into its own bytes. Read
+Answer = SplitModel | int | None  # halves, a receptive field, or nothing to say
+
+
+def run_child(
+    path: Path,
+    data: bytes,
+    *flags: str,
+    module: str = "edge_tts.voice.model_check",
+    read: Callable[[IO[bytes]], Answer] | None = None,
+) -> Answer:
+    """`module` run as a child with `-m` on the bytes: its answer (`read` from its stdout;
+    by default the halves, each part read from the pipe straight into its own bytes). Read
     whole and then cut (subprocess.run's output, a partition, a slice per part) the answer
     was in memory four times at once beside `data`: +250 MB of peak RSS for the 63 MB FP32
     model, the pre-renderer's load (docs/benchmarks.md, Phrase cache)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "edge_tts.voice.model_check", str(path), *flags],
+        [sys.executable, "-m", module, str(path), *flags],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -58,7 +70,7 @@ def _run_child(path: Path, data: bytes, *flags: str) -> SplitModel | None:
     timer = threading.Timer(SPLIT_TIMEOUT_S, expire)
     timer.start()
     try:
-        halves, unreadable, error = _exchange(proc, data)
+        halves, unreadable, error = _exchange(proc, data, read or _read_answer)
     finally:
         timer.cancel()
         if proc.poll() is None:
@@ -76,8 +88,8 @@ def _run_child(path: Path, data: bytes, *flags: str) -> SplitModel | None:
 
 
 def _exchange(
-    proc: subprocess.Popen[bytes], data: bytes
-) -> tuple[SplitModel | None, Exception | None, str]:
+    proc: subprocess.Popen[bytes], data: bytes, read: Callable[[IO[bytes]], Answer]
+) -> tuple[Answer, Exception | None, str]:
     """Model bytes in, (halves, why the answer was unreadable, stderr) out. The child reads
     all of stdin before it writes, so writing it all first cannot block on a full stdout;
     stderr is drained in a thread, so a child that says much there cannot block either."""
@@ -88,11 +100,11 @@ def _exchange(
     # A child that died early closes the pipe: its exit status says why.
     with contextlib.suppress(BrokenPipeError), proc.stdin:
         proc.stdin.write(data)
-    halves: SplitModel | None = None
+    halves: Answer = None
     unreadable: Exception | None = None
     with proc.stdout:
         try:
-            halves = _read_answer(proc.stdout)
+            halves = read(proc.stdout)
         except (ValueError, KeyError, TypeError, ModelIntegrityError) as err:
             unreadable = err
     proc.wait()  # stderr ends when the child does

@@ -25,7 +25,8 @@ from .files import IMPORTED
 from .integrity import ModelIntegrityError
 from .model import new_session, release_free_memory, run_at_once
 from .model_check import check_self_contained
-from .vocoder import WindowedVocoder, probe_context
+from .vocoder import WindowedVocoder
+from .vocoder_probe import VocoderShape, check_and_probe
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -181,13 +182,16 @@ class TwoStageVoice:
         if config != self.config:
             raise ModelIntegrityError(f"{self.directory}: voice.json changed since it was read")
         acoustic = new_session(self._read(config.acoustic.file, manifest), self._threads)
-        vocoder_model = self._read(config.vocoder.file, manifest)
+        name = config.vocoder.file
+        vocoder_model = voice_dir.read_file(self.directory, name, manifest)
+        shape = VocoderShape.of(config)
+        reach = check_and_probe(self.directory / name, vocoder_model, shape, self._threads)
         vocoder = WindowedVocoder(
             new_session(vocoder_model, self._threads, nchwc=False),
-            self.config.vocoder.inputs["mel"],
-            self.config.hop_length,
-            self.sample_rate,
-            probe_context(vocoder_model, self.config, self._threads),
+            shape.mel_input,
+            shape.hop_length,
+            shape.sample_rate,
+            reach,
         )
         self.sha256 = manifest.sha256
         release_free_memory()

@@ -2,7 +2,7 @@
 
 Each window is vocoded with `context` extra frames on both sides, cut off again, so the
 joined pieces equal vocoding the whole chunk at once (the context is the graph's
-receptive field, measured at load: `probe_context`).
+receptive field, measured at load: vocoder_probe.py).
 """
 
 from __future__ import annotations
@@ -10,18 +10,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import numpy as np
 import onnxruntime
 
-from .model import new_session
 from .windowed import MAX_WINDOW_FRAMES, in_windows
-
-if TYPE_CHECKING:
-    from .voice_dir import TwoStageConfig
-
-_PROBE_FRAMES = 240
 
 
 class WindowedVocoder:
@@ -97,51 +90,3 @@ class WindowedVocoder:
             audio = self._session.run(None, {self._input: np.ascontiguousarray(mel)})[0]
             seconds = time.monotonic() - began
         return np.asarray(audio, np.float32).reshape(-1), seconds
-
-
-def probe_context(model: bytes, config: TwoStageConfig, threads: int) -> int | None:
-    """The vocoder's receptive field in frames, or None if it is (nearly) the whole input.
-
-    Measured on the model's float twin (`float_twin`): nudge the middle frame of a seeded
-    random mel and find the farthest sample that moves at all. An output sample farther
-    than that from a window's edge cannot depend on what lies beyond it, so windows with
-    that much context join exactly as one whole run, on any CPU. The shipped graph cannot
-    tell this: its output quantizer hides changes smaller than half a step, and turns
-    float rounding (which differs between window lengths and CPUs) into whole steps."""
-    session = new_session(float_twin(model) or model, threads, nchwc=False)
-    probe = WindowedVocoder(
-        session, config.vocoder.inputs["mel"], config.hop_length, config.sample_rate, None
-    )
-    rng = np.random.default_rng(0)
-    mel = rng.standard_normal((1, _PROBE_FRAMES, config.mel_channels)).astype(np.float32)
-    base = probe.run(mel)
-    noise = float(np.max(np.abs(probe.run(mel) - base)))  # 0 where kernels are deterministic
-    middle = _PROBE_FRAMES // 2
-    mel[0, middle, :] += rng.standard_normal(config.mel_channels).astype(np.float32)
-    moved = np.flatnonzero(np.abs(probe.run(mel) - base) > noise)
-    if base.size != _PROBE_FRAMES * config.hop_length or not moved.size:
-        return None
-    reach = max(middle - moved[0] // config.hop_length, moved[-1] // config.hop_length - middle)
-    return int(reach) if reach < middle // 2 else None
-
-
-def float_twin(model: bytes) -> bytes | None:
-    """`model` with its activation quantizers (QuantizeLinear, and DequantizeLinear of a
-    computed tensor) made identities, or None if it has none. Weights stay dequantized."""
-    import onnx
-
-    graph = onnx.load_from_string(model)
-    weights = {tensor.name for tensor in graph.graph.initializer}
-    changed = False
-    for node in graph.graph.node:
-        if node.op_type == "QuantizeLinear" or (
-            node.op_type == "DequantizeLinear" and node.input[0] not in weights
-        ):
-            node.op_type = "Identity"
-            del node.input[1:]
-            del node.attribute[:]
-            changed = True
-    if not changed:
-        return None
-    del graph.graph.value_info[:]  # the int8 types recorded between the quantizers
-    return bytes(graph.SerializeToString())
