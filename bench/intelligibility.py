@@ -373,13 +373,13 @@ def print_report(r: dict[str, Any]) -> None:
     ]  # fmt: skip
     table(
         ("model", "MB", "speed", "min-max", "WER det", "WER smp", "det -/+", "smp -/+", "dist",
-         "max", "|d-1|"),
+         "max", "abs(d-1)"),
         rows,
     )  # fmt: skip
     print(
         "speed: FP32 time / model time, deterministic synthesis, same run (median of "
         "rounds); -/+: utterances with more / fewer word errors than FP32 in that mode; "
-        "dist: log-mel DTW distance to FP32 (deterministic), |d-1|: worst duration change"
+        "dist: log-mel DTW distance to FP32 (deterministic), abs(d-1): worst duration change"
     )
 
 

@@ -189,7 +189,7 @@ def print_report(r: dict[str, Any]) -> None:
         for row in r["rows"]
     ]  # fmt: skip
     table(
-        ("scheme", "MB", "load", "speed", "(min-max)", "dist", "max", "dur", "|d-1|", "RSS MB"),
+        ("scheme", "MB", "load", "speed", "(min-max)", "dist", "max", "dur", "abs(d-1)", "RSS MB"),
         rows,
     )
     print("load: load time / FP32 load time; speed: FP32 time / scheme time (median of rounds)")

@@ -137,8 +137,8 @@ def machine_info(load_before: Sequence[float]) -> dict[str, Any]:
 
 
 def fmt(value: Any, spec: str | None = None) -> str:
-    """A cell: '-' for None, `spec` for a number when given; else a float to about three
-    significant digits, a list joined with commas."""
+    """A cell: '-' for None, `spec` for a number when given; else a float to four
+    significant digits (whole above 1000), a list joined with commas."""
     if value is None:
         return "-"
     if isinstance(value, bool | str):
@@ -146,9 +146,7 @@ def fmt(value: Any, spec: str | None = None) -> str:
     if spec is not None:
         return format(value, spec)
     if isinstance(value, float):
-        size = abs(value)
-        digits = 0 if size >= 100 else 1 if size >= 10 else 2 if size >= 1 else 3
-        return f"{value:.{digits}f}"
+        return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.4g}"
     if isinstance(value, list | tuple):
         return ", ".join(fmt(v) for v in value)
     return str(value)
@@ -157,7 +155,7 @@ def fmt(value: Any, spec: str | None = None) -> str:
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], title: str = "") -> None:
     """A Markdown table (cells through `fmt`, numeric columns right-aligned), padded to
     read in a terminal too; `title` as a line before it."""
-    cells = [[fmt(v) for v in row] for row in rows]
+    cells = [[fmt(v).replace("|", "\\|") for v in row] for row in rows]  # a pipe ends a cell
     if title:
         print(title)
     if not cells:
@@ -187,7 +185,7 @@ def _numeric(cell: str) -> bool:
     try:
         float(cell.replace(",", "").rstrip("x%"))
     except ValueError:
-        return cell == "-"
+        return cell in ("-", "")
     return True
 
 
@@ -197,6 +195,9 @@ def fields(title: str, items: Mapping[str, Any]) -> None:
 
 
 def print_targets(targets: Sequence[Mapping[str, Any]]) -> None:
+    """The targets' verdicts as a table (none: nothing printed)."""
+    if not targets:
+        return
     table(
         ("verdict", "target", "value"), [(t["verdict"], t["target"], t["value"]) for t in targets]
     )

@@ -9,8 +9,9 @@ A real Mosquitto on a free port (tests/support/broker.py) and the daemon as `pyt
 run --config F [--set K=V ...]` with a fake NOTIFY_SOCKET (tests/support/daemon_proc.py), the
 default voice (our INT8 build: EDGE_TTS_DATA_DIR is this user's data directory; the
 digest in the daemon's telemetry is checked against the INT8 manifest), `audio.sink:
-wav-dir` (one WAV per request, not paced by a clock: faster than real time). Each WAV is
-deleted once its `finished` event arrives (and any leftover at every RSS sample).
+wav-dir` (one WAV per request, not paced by a clock: faster than real time), the phrase
+cache off. Each WAV is deleted once its `finished` event arrives (and any leftover at every
+RSS sample).
 
 Requests are 1-3 word announcements drawn from a fixed list with a seeded RNG, each with
 a unique id, QoS 1, kept at most --window in flight (default 8, below the daemon's queue
@@ -428,7 +429,11 @@ def print_report(r: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    with daemon_run("soak", args.set, args.keep, record_events) as (rig, rec):
+    # The phrase cache off: the texts repeat, and hits would be read from disk, so the
+    # synthesis whose memory this watches would run a dozen times (`--set
+    # cache.enabled=true` soaks the cache instead).
+    no_cache = {"cache": {"enabled": False}}
+    with daemon_run("soak", args.set, args.keep, record_events, no_cache) as (rig, rec):
         soak = Soak(args, rig, rec)
         soak.telemetry_after(0.0, 20)
         log(f"soak: {args.requests} requests, window {args.window}")
