@@ -1,8 +1,8 @@
 """Broker kills: requests in flight while Mosquitto is killed (SIGKILL) and restarted, N
 times; every request must get exactly one final event and start playing at most once.
 
-    python bench/broker_kills.py                       # 10 kills, 20 requests before each
-    python bench/broker_kills.py --kills 3 --batch 10 --out kills.json
+    python -m bench.broker_kills                       # 10 kills, 20 requests before each
+    python -m bench.broker_kills --kills 3 --batch 10 --out kills.json
 
 A real Mosquitto with persistence (tests/support/broker.py) and one daemon on the wav-dir
 sink (bench/daemon_rig.py). Each round publishes a batch of one-sentence requests (QoS 1,
@@ -24,7 +24,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import paho.mqtt.client as mqtt
@@ -32,20 +31,9 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from daemon_rig import (  # noqa: E402 - bench/ is the script's own directory
-    Rig,
-    add_daemon_options,
-    add_set_option,
-    daemon_run,
-    log,
-    run_and_emit,
-)
-
-from edge_tts.messages.events import FINAL_KINDS  # noqa: E402 - needs the repo root on sys.path
+from bench.daemon_rig import Rig, add_daemon_options, daemon_run
+from bench.report_io import log, print_targets, run_and_emit, target
+from edge_tts.messages.events import FINAL_KINDS
 
 WAIT_S = 600  # for one condition; the daemon may be minutes behind on a busy machine
 
@@ -166,18 +154,20 @@ def _tally(ids: list[str], events: Events) -> dict[str, Any]:
 
 def print_report(result: dict[str, Any]) -> None:
     print(f"broker kills: {result['kills']}, requests: {result['requests']}")
-    print(f"  final events by kind: {result['final_kinds']}")
-    print(f"  events delivered twice by MQTT (identical): {result['events_delivered_twice']}")
-    for key in ("no_final_event", "several_final_events", "started_twice"):
-        found = result[key]
-        print(f"  {'PASS' if not found else 'FAIL'}  {key}: {len(found)} {found[:10]}")
+    print(f"final events by kind: {result['final_kinds']}")
+    print(f"events delivered twice by MQTT (identical): {result['events_delivered_twice']}\n")
+    checks = [
+        target(key, f"{len(found)} {found[:10]}", not found, failed="FAIL")
+        for key in ("no_final_event", "several_final_events", "started_twice")
+        for found in [result[key]]
+    ]
+    print_targets(checks)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=10, help="default 10")
     parser.add_argument("--batch", type=int, default=20, help="requests before each kill")
-    add_set_option(parser)
     add_daemon_options(parser)
     return run_and_emit(run, parser.parse_args(argv), print_report)
 

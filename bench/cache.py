@@ -1,8 +1,8 @@
 """The phrase cache end to end: a cached phrase vs the same phrase uncached vs a new
 phrase, interleaved, through one daemon and the paced sound card.
 
-    python bench/cache.py                    # 15 rounds of the three (~3 min on idle cores)
-    python bench/cache.py --rounds 30 --json-out cache.json
+    python -m bench.cache                    # 15 rounds of the three (~3 min on idle cores)
+    python -m bench.cache --rounds 30 --out cache.json
 
 Mosquitto, PulseAudio's pipe sink paced by the system clock (tests/support/soundcard.py)
 and one daemon (bench/e2e/rig.py; the default voice is our INT8 build) with
@@ -36,17 +36,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from daemon_rig import (
-    add_daemon_options,
-    add_set_option,
+from bench.daemon_rig import add_daemon_options
+from bench.e2e.knobs import Knobs
+from bench.e2e.rig import SETTLE_S, Daemon, Rig
+from bench.report_io import (
     fmt,
     log,
     machine_info,
+    machine_line,
+    print_targets,
     run_and_emit,
     stats,
+    table,
+    target,
 )
-from e2e.knobs import Knobs
-from e2e.rig import SETTLE_S, Daemon, Rig
 
 PHRASE = "The garage door is open."
 # Words that make "The <word> door is open." a sentence no earlier round sent.
@@ -119,13 +122,11 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from edge_tts.voice import files
-
     root = Path(tempfile.mkdtemp(prefix="ttsbc-"))  # short: unix socket paths are limited
     started = time.monotonic()
     result: dict[str, Any] = {"benchmark": "cache", "phrase": args.phrase, "rounds": args.rounds}
     load_before = os.getloadavg()
-    rig = Rig(root, files.data_dir())
+    rig = Rig(root)
     rows: list[dict[str, Any]] = []
     try:
         cache = {"enabled": True, "phrases": [args.phrase]}  # Knobs turn it off by default
@@ -160,40 +161,38 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
     ttfa = ratio(result, "sound_exact_ms", "p50")
     cpu = ratio(result, "cpu_ms", "p50")
     return [
-        {
-            "target": f"cached TTFA p50 <= {TTFA_RATIO_MAX} x uncached",
-            "value": ttfa,
-            "verdict": "n/a" if ttfa is None else ("PASS" if ttfa <= TTFA_RATIO_MAX else "MISS"),
-        },
-        {
-            "target": f"CPU per cached request (p50) <= {CPU_RATIO_MAX} x uncached",
-            "value": cpu,
-            "verdict": "n/a" if cpu is None else ("PASS" if cpu <= CPU_RATIO_MAX else "MISS"),
-        },
+        target(
+            f"cached TTFA p50 <= {TTFA_RATIO_MAX} x uncached",
+            ttfa,
+            None if ttfa is None else ttfa <= TTFA_RATIO_MAX,
+        ),
+        target(
+            f"CPU per cached request (p50) <= {CPU_RATIO_MAX} x uncached",
+            cpu,
+            None if cpu is None else cpu <= CPU_RATIO_MAX,
+        ),
     ]
 
 
 def print_report(result: dict[str, Any]) -> None:
-    m = result["machine"]
     print(f"phrase cache: {result['phrase']!r}, {result['rounds']} rounds, voice {result['voice']}")
-    print(f"load average {m['loadavg_start']} -> {m['loadavg_end']}; {m['cpu']} x{m['cpus']}")
-    print(f"pre-render: {result['prerender']}; underruns {result.get('underruns')}")
-    print()
-    print("| request | n | cached chunks | TTFA sound out p50 / p95 (ms) | daemon TTFA p50 (ms) "
-          "| CPU per request p50 / mean (ms) | synthesis p50 (ms) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
+    print(machine_line(result["machine"]))
+    print(f"pre-render: {result['prerender']}; underruns {result.get('underruns')}\n")
+    rows = []
     for kind in KINDS:
         k = result[kind]
-        print(
-            f"| {kind} | {k['requests']} | {k['cached_chunks']} "
-            f"| {fmt(k['sound_exact_ms']['p50'])} / {fmt(k['sound_exact_ms']['p95'])} "
-            f"| {fmt(k['daemon_ttfa_ms']['p50'])} "
-            f"| {fmt(k['cpu_ms']['p50'])} / {fmt(k['cpu_ms_mean'])} "
-            f"| {fmt(k['synthesis_ms']['p50'])} |"
-        )
-    print()
-    for t in result["targets"]:
-        print(f"{t['verdict']:4}  {t['target']}: {t['value']}")
+        rows.append(
+            (kind, k["requests"], k["cached_chunks"],
+             f"{fmt(k['sound_exact_ms']['p50'])} / {fmt(k['sound_exact_ms']['p95'])}",
+             k["daemon_ttfa_ms"]["p50"], f"{fmt(k['cpu_ms']['p50'])} / {fmt(k['cpu_ms_mean'])}",
+             k["synthesis_ms"]["p50"])
+        )  # fmt: skip
+    table(
+        ("request", "n", "cached chunks", "TTFA sound out p50 / p95 (ms)", "daemon TTFA p50 (ms)",
+         "CPU per request p50 / mean (ms)", "synthesis p50 (ms)"),
+        rows,
+    )  # fmt: skip
+    print_targets(result["targets"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -201,8 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add = parser.add_argument
     add("--rounds", type=int, default=15, help="rounds of cached, uncached, new")
     add("--phrase", default=PHRASE, help="the cached phrase")
-    add_set_option(parser)
-    add_daemon_options(parser, out="--json-out")
+    add_daemon_options(parser)
     args = parser.parse_args(argv)
     return run_and_emit(run, args, print_report)
 

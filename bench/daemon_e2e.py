@@ -1,12 +1,12 @@
 """The daemon end to end: a real Mosquitto, the daemon subprocess, a real-time sound card.
 
-    python bench/daemon_e2e.py --quick                 # a few minutes
-    python bench/daemon_e2e.py                         # full (quiet machine)
-    python bench/daemon_e2e.py --quick --investigate   # + TTFA breakdown and knob sweep
-    python bench/daemon_e2e.py --only sequential,length --json
-    python bench/daemon_e2e.py --quick --only length,burst2 \
+    python -m bench.daemon_e2e --quick                 # a few minutes
+    python -m bench.daemon_e2e                         # full (quiet machine)
+    python -m bench.daemon_e2e --quick --investigate   # + TTFA breakdown and knob sweep
+    python -m bench.daemon_e2e --only sequential,length --json
+    python -m bench.daemon_e2e --quick --only length,burst2 \
         --set synthesis.max_concurrent=1 --set audio.block_frames=256 --latency 0.03
-    python bench/daemon_e2e.py --quick --only none --rss-knobs   # only the memory knobs
+    python -m bench.daemon_e2e --quick --only none --rss-knobs   # only the memory knobs
 
 Mosquitto on a free port (tests/support/broker.py), the daemon as `python -m edge_tts run
 --config F [--set K=V ...]` with a fake NOTIFY_SOCKET (bench/daemon_rig.py's launcher, on
@@ -15,7 +15,8 @@ build: EDGE_TTS_DATA_DIR points at this user's data directory, and the voice's d
 from the daemon's telemetry is checked against the INT8 manifest), and PulseAudio with a
 pipe sink paced by the system clock (tests/support/soundcard.py) as ALSA's default. The
 parts are in bench/e2e/: rig.py (broker, sound cards, daemons, events), knobs.py (daemon
-configurations, the sweeps), phases.py, investigate.py, report.py, shim.py.
+configurations, the sweeps), phases.py, investigate.py, figures.py (targets and tables),
+shim.py.
 
 Phases (--only picks some; `--only none` runs none, for --investigate / --rss-knobs alone):
 
@@ -64,10 +65,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from daemon_rig import REPO, add_daemon_options, log, machine_info, run_and_emit
-from e2e.investigate import investigate
-from e2e.knobs import RSS_SWEEP, Knobs
-from e2e.phases import (
+from bench.daemon_rig import add_daemon_options
+from bench.e2e.figures import print_report, targets
+from bench.e2e.investigate import investigate
+from bench.e2e.knobs import RSS_SWEEP, Knobs
+from bench.e2e.phases import (
     SHORT_TEXTS,
     phase_burst2,
     phase_burst100,
@@ -75,25 +77,23 @@ from e2e.phases import (
     phase_rss,
     phase_sequential,
 )
-from e2e.report import print_report, targets
-from e2e.rig import Rig
+from bench.e2e.rig import Rig
+from bench.report_io import log, machine_info, run_and_emit
+from tests.support.texts import evaluation_lines
 
-CORPUS = REPO / "edge_tts" / "voice" / "data" / "evaluation_en.txt"
 PHASES = ("sequential", "length", "burst2", "burst100", "rss")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from edge_tts.voice import files
-
     phases = set(args.only.split(",")) if args.only else set(PHASES)
-    corpus = [line.strip() for line in CORPUS.read_text("utf-8").splitlines() if line.strip()]
+    corpus = evaluation_lines()
     q = args.quick
     load_before = os.getloadavg()
     started = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="ttsdb-"))  # short: unix socket paths are limited
     result: dict[str, Any] = {"benchmark": "daemon_e2e", "quick": q, "root": str(root)}
     result["overrides"] = {"latency_s": args.latency, "set": args.set}
-    rig = Rig(root, files.data_dir())
+    rig = Rig(root)
     main = Knobs("main", latency=args.latency)  # the phases' daemons (not the sweeps')
     try:
         if phases & {"sequential", "length", "burst2"}:
@@ -165,21 +165,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     add("--sweep", help="--investigate only these configs (names, comma-separated)")
     add("--rss-knobs", action="store_true", help="RSS run again per memory knob (RSS_SWEEP)")
     add(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="passed to the phases' daemons as `edge-ttsd run --set`, e.g. "
-        "synthesis.max_concurrent=1 (repeatable)",
-    )
-    add(
         "--latency",
         type=float,
         help="PortAudio latency (s) for the phases' daemons (audio.latency_ms)",
     )
     add("--burst", type=int, default=100, help="requests in the big burst")
     add("--rss-requests", type=int, help="requests for the RSS run")
-    add_daemon_options(parser, out="--json-out")
+    add_daemon_options(parser)  # --set: the phases' daemons only
     args = parser.parse_args(argv)
     return run_and_emit(run, args, print_report)
 

@@ -1,66 +1,115 @@
-"""What the daemon benchmarks share: the launcher (tests/support/daemon_proc.py's
-DaemonProcess with `edge-ttsd run --set` pairs), and for bench/soak.py, bench/fuzz.py and
-bench/memory.py Mosquitto plus one daemon on the wav-dir sink (`daemon_run`: start,
-record, stop), its RSS, its log, percentiles; their command-line options and main()'s tail.
+"""The daemon as every benchmark runs it, and what the daemon benchmarks share.
 
-The helpers of tests/support/ are used as they are (broker.py, daemon_proc.py); the
-daemon's `--set` pairs are appended to DaemonProcess's command line by a subclass.
+`running` (or `launch` and `stop`) is the one launcher: tests/support/daemon_proc.py's
+DaemonProcess with the benchmarks' settings (preload, INFO logs), this user's data
+directory (where our INT8 build of the default voice is) and `edge-ttsd run --set` pairs.
+`Rig` and `daemon_run` are Mosquitto plus one daemon on the wav-dir sink for bench/soak.py,
+bench/fuzz.py, bench/memory.py and others: started, recorded and stopped around a run;
+a `Tracker` sends their requests and matches the daemon's events to them.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
-import platform
 import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from bench.report_io import MB, add_output_options, fields, log, machine_info, table
+from edge_tts.messages.events import FINAL_KINDS
+from tests.support.broker import Broker, Recorder
+from tests.support.daemon_proc import DaemonProcess, daemon_config, merge_sections
 
-from report_io import add_output_options, emit  # noqa: E402 - bench/ is the script's own directory
-
-from tests.support.broker import Broker, Recorder  # noqa: E402 - needs the repo root on sys.path
-from tests.support.daemon_proc import DaemonProcess, daemon_config  # noqa: E402
-
-MB = 1e6
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+# What every benchmark's daemon runs with: the voices loaded before READY (a first
+# request's load is not what is measured), and a log that does not cost a line per step.
+BENCH_SETTINGS: dict[str, Any] = {"log_level": "INFO", "synthesis": {"preload": True}}
+STOP_TIMEOUT_S = 20.0  # SIGTERM, then SIGKILL
 
 
-def stop_on_signals() -> None:
-    """SIGTERM and SIGINT raise KeyboardInterrupt, so the `finally` that stops the daemon
-    and Mosquitto runs (a background job starts with SIGINT ignored; SIGTERM would kill
-    the script and leave both running)."""
+def launch(
+    home: Path,
+    port: int,
+    settings: dict[str, Any],
+    env: dict[str, str] | None = None,
+    sets: Sequence[str] = (),
+    module: str = "edge_tts",
+    ready_timeout: float = 180,
+) -> DaemonProcess:
+    """The daemon in `home` on the broker at `port`, with BENCH_SETTINGS then `settings`
+    (sections merged), `env`, `sets` as `--set` (they win over the config file) and
+    `module` run instead of edge_tts (bench/e2e/shim.py); returns once READY=1, after
+    which `stop` is the caller's to call."""
+    from edge_tts.voice import files
 
-    def interrupt(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt(signal.Signals(signum).name)
+    home.mkdir(parents=True, exist_ok=True)
+    config = daemon_config(home, port, **merge_sections(BENCH_SETTINGS, settings))
+    env = {"EDGE_TTS_DATA_DIR": str(files.data_dir()), **(env or {})}
+    args = [arg for pair in sets for arg in ("--set", pair)]
+    daemon = DaemonProcess(home, config, env=env, args=args, module=module)
+    try:
+        daemon.start()
+        daemon.wait_ready(ready_timeout)
+    except BaseException:
+        log_tail(daemon)
+        stop(daemon)
+        raise
+    return daemon
 
-    signal.signal(signal.SIGTERM, interrupt)
-    signal.signal(signal.SIGINT, interrupt)
+
+def stop(daemon: DaemonProcess) -> tuple[int | None, float | None]:
+    """SIGTERM, as systemd stops it (SIGKILL if it has not exited STOP_TIMEOUT_S later),
+    then the notify socket closed; the exit status and how long it took (None, None if
+    it had exited already: its status, None)."""
+    proc = daemon.proc
+    code: int | None = None if proc is None else proc.poll()
+    took: float | None = None
+    if proc is not None and code is None:
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(STOP_TIMEOUT_S)
+            took = round(time.monotonic() - started, 2)
+        except subprocess.TimeoutExpired:
+            log(f"the daemon did not exit {STOP_TIMEOUT_S:g} s after SIGTERM: killed")
+    daemon.close()
+    return code, took
 
 
-def add_daemon_options(parser: argparse.ArgumentParser, out: str = "--out") -> None:
-    """The output options (report_io.add_output_options) and `--keep`, for daemon_run."""
-    add_output_options(parser, out)
-    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs)")
+@contextlib.contextmanager
+def running(
+    home: Path, port: int, settings: dict[str, Any], **options: Any
+) -> Iterator[DaemonProcess]:
+    """`launch` for a `with`: stopped on leaving, whatever happened."""
+    daemon = launch(home, port, settings, **options)
+    try:
+        yield daemon
+    except BaseException:
+        log_tail(daemon)
+        raise
+    finally:
+        stop(daemon)
 
 
-def add_set_option(parser: argparse.ArgumentParser) -> None:
-    """`--set KEY=VALUE` (repeatable, args.set): daemon_run's `sets`."""
+def log_tail(daemon: DaemonProcess) -> None:
+    """The end of the daemon's log, on stderr: what a failed run needs to be read."""
+    log(f"--- daemon log ({daemon.log_path}) ---\n{daemon.log()[-3000:]}")
+
+
+def add_daemon_options(parser: argparse.ArgumentParser) -> None:
+    """The output options (report_io.add_output_options), `--set KEY=VALUE` (repeatable,
+    args.set: passed to `edge-ttsd run --set`) and `--keep` (the temp dir and its logs)."""
+    add_output_options(parser)
     parser.add_argument(
         "--set",
         action="append",
@@ -68,88 +117,7 @@ def add_set_option(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="passed to the daemon's `edge-ttsd run --set` (repeatable)",
     )
-
-
-def run_and_emit(
-    run: Callable[[argparse.Namespace], dict[str, Any]],
-    args: argparse.Namespace,
-    print_table: Callable[[dict[str, Any]], None],
-) -> int:
-    """`run(args)` stoppable by SIGTERM and SIGINT (stop_on_signals), then its result
-    written and printed as add_daemon_options chose; main()'s exit status."""
-    stop_on_signals()
-    emit(run(args), args.out, args.json, print_table)
-    return 0
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    position = (len(ordered) - 1) * q / 100
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def stats(values: Sequence[float | None]) -> dict[str, Any]:
-    clean = [v for v in values if v is not None]
-    out: dict[str, Any] = {"n": len(clean)}
-    for name, q in (("p50", 50), ("p95", 95), ("p99", 99)):
-        p = percentile(clean, q)
-        out[name] = None if p is None else round(p, 1)
-    out["max"] = round(max(clean), 1) if clean else None
-    return out
-
-
-def slope(points: Sequence[tuple[float, float]]) -> float | None:
-    """Least-squares slope of y over x, or None with fewer than two distinct x."""
-    if len(points) < 2:
-        return None
-    mx = sum(x for x, _ in points) / len(points)
-    my = sum(y for _, y in points) / len(points)
-    sxx = sum((x - mx) ** 2 for x, _ in points)
-    if sxx == 0:
-        return None
-    return sum((x - mx) * (y - my) for x, y in points) / sxx
-
-
-def fmt(value: Any, spec: str = ".0f") -> str:
-    return "-" if value is None else format(value, spec)
-
-
-class SetDaemon(DaemonProcess):
-    """tests/support/daemon_proc.py's DaemonProcess, with `--set KEY=VALUE` pairs passed to
-    `edge-ttsd run` (as `python -m edge_tts run`). `entry` replaces `-m edge_tts` with
-    another script that takes the same arguments (bench/e2e/shim.py)."""
-
-    def __init__(
-        self,
-        root: Path,
-        config: dict[str, Any],
-        env: dict[str, str],
-        sets: Sequence[str] = (),
-        entry: Sequence[str] = ("-m", "edge_tts"),
-    ) -> None:
-        super().__init__(root, config, env=env)
-        self.sets = list(sets)
-        self.entry = list(entry)
-
-    def start(self) -> None:
-        env = {
-            **os.environ,
-            **self.env,
-            "NOTIFY_SOCKET": str(self.notify.path),
-            "WATCHDOG_USEC": "4000000",
-            "PYTHONUNBUFFERED": "1",
-        }
-        argv = [sys.executable, *self.entry, "run", "--config", str(self.config_path)]
-        for pair in self.sets:
-            argv += ["--set", pair]
-        with self.log_path.open("ab") as out:
-            self.proc = subprocess.Popen(
-                argv, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT
-            )
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs)")
 
 
 @dataclass
@@ -162,7 +130,7 @@ class Rig:
     sets: Sequence[str] = ()
     settings: dict[str, Any] = field(default_factory=dict)
     broker: Broker | None = None
-    daemon: SetDaemon | None = None
+    daemon: DaemonProcess | None = None
     pid: int | None = None
     create_time: float | None = None
     exit_code: int | None = None
@@ -188,29 +156,21 @@ class Rig:
         self.broker.start()
 
     def start_daemon(self, ready_timeout: float = 180) -> None:
-        """The daemon with preload, INFO logs and the wav-dir sink; returns once READY=1."""
-        from edge_tts.voice import files
-
-        home = self.root / "daemon"
-        home.mkdir()
-        settings: dict[str, Any] = {
-            "device_id": self.device,
-            "log_level": "INFO",
-            "telemetry": {"interval": 5},
-            "synthesis": {"preload": True},
-            "audio": {"sink": "wav-dir", "wav_dir": str(self.wav_dir)},
-        }
-        settings.update(self.settings)
-        config = daemon_config(home, self.port, **settings)
-        # As bench/daemon_e2e.py: this user's data directory, where our INT8 build is.
-        env = {"EDGE_TTS_DATA_DIR": str(files.data_dir())}
-        self.daemon = SetDaemon(home, config, env, self.sets)
-        self.daemon.start()
-        self.daemon.wait_ready(ready_timeout)
-        assert self.daemon.proc is not None
-        self.pid = self.daemon.proc.pid
+        """The daemon on the wav-dir sink, Rig's settings, telemetry every 5 s."""
         import psutil
 
+        settings = {
+            "device_id": self.device,
+            "telemetry": {"interval": 5},
+            "audio": {"sink": "wav-dir", "wav_dir": str(self.wav_dir)},
+        }
+        home = self.root / "daemon"
+        self.daemon = launch(
+            home, self.port, merge_sections(settings, self.settings), sets=self.sets,
+            ready_timeout=ready_timeout,
+        )  # fmt: skip
+        assert self.daemon.proc is not None
+        self.pid = self.daemon.proc.pid
         self.create_time = psutil.Process(self.pid).create_time()
 
     def alive(self) -> bool:
@@ -245,33 +205,22 @@ class Rig:
     def sweep_wavs(self) -> int:
         """Delete every finished WAV (the sink renames a file into place when complete)."""
         removed = 0
-        try:
-            entries = list(os.scandir(self.wav_dir))
-        except FileNotFoundError:
-            return 0
-        for entry in entries:
-            if entry.name.endswith(".wav"):
-                try:
-                    os.unlink(entry.path)
-                    removed += 1
-                except FileNotFoundError:
-                    pass
+        for wav in self.wav_dir.glob("*.wav"):
+            with contextlib.suppress(FileNotFoundError):
+                wav.unlink()
+                removed += 1
         return removed
 
-    def watchdog_after(self, since: float, timeout: float) -> bool:
-        """Whether a WATCHDOG=1 ping arrives after `since` (monotonic) within `timeout`:
-        the daemon's health tick pings only while MQTT, synthesis and audio are alive."""
+    def watchdog_pings(self, timeout: float) -> bool:
+        """Whether a WATCHDOG=1 ping comes within `timeout`: the daemon's health tick pings
+        only while MQTT, synthesis and audio are alive."""
         assert self.daemon is not None
         notify = self.daemon.notify
-        deadline = time.monotonic() + timeout
-        with notify._cond:
-            while True:
-                if any(t > since and "WATCHDOG=1" in d.splitlines() for t, d in notify.datagrams):
-                    return True
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                notify._cond.wait(left)
+        try:
+            notify.wait_for("WATCHDOG=1", timeout, after=len(notify.lines()))
+        except AssertionError:
+            return False
+        return True
 
     def log_summary(self) -> dict[str, Any]:
         text = self.daemon.log() if self.daemon is not None else ""
@@ -292,23 +241,10 @@ class Rig:
         }
 
     def stop(self) -> None:
-        """SIGTERM the daemon (SIGKILL if it has not exited 20 s later), then Mosquitto."""
+        """The daemon (rig.exit_code, rig.stop_s), then Mosquitto."""
         try:
             if self.daemon is not None:
-                proc = self.daemon.proc
-                if proc is not None and proc.poll() is None:
-                    started = time.monotonic()
-                    proc.send_signal(signal.SIGTERM)
-                    try:
-                        self.exit_code = proc.wait(20)
-                        self.stop_s = round(time.monotonic() - started, 2)
-                    except subprocess.TimeoutExpired:
-                        log("the daemon did not exit 20 s after SIGTERM: killed")
-                        proc.kill()
-                        proc.wait(10)
-                elif proc is not None:
-                    self.exit_code = proc.returncode
-                self.daemon.close()
+                self.exit_code, self.stop_s = stop(self.daemon)
         finally:
             if self.broker is not None:
                 self.broker.stop()
@@ -362,7 +298,7 @@ def daemon_run(
         rig.same_pid_at_end = rig.same_process()
     except BaseException:
         if rig.daemon is not None:
-            log(f"--- daemon log ---\n{rig.daemon.log()[-3000:]}")
+            log_tail(rig.daemon)
         raise
     finally:
         if client is not None:
@@ -378,39 +314,146 @@ def record_events(rig: Rig) -> Recorder:
     return Recorder(rig.port, [rig.topic("events"), rig.topic("telemetry")])
 
 
-def process_until(
-    rec: Recorder,
-    process: Callable[[], object],
-    condition: Callable[[], bool],
-    timeout: float,
-    what: str,
-) -> bool:
-    """`process()` the recorded messages until `condition` holds (True) or `timeout`
-    passes (False, logged)."""
+@dataclass
+class Request:
+    """One request a Tracker sent, and what the daemon said of it."""
 
-    def check() -> bool:
-        process()
-        return condition()
-
-    try:
-        rec.wait_for(check, timeout)
-    except AssertionError:
-        log(f"timed out waiting for {what}")
-        return False
-    return True
+    index: int
+    id: str
+    text: str
+    sent: float  # monotonic
+    tag: str = ""  # the benchmark's class of request
+    started: float | None = None  # when its `started` event came
+    final_at: float | None = None  # when its first final event came
+    kind: str | None = None  # that event's kind
+    event: dict[str, Any] | None = None
+    finals: int = 0  # final events received: more than one is a doubled answer
 
 
-def print_log_and_counters(daemon: dict[str, Any], counters: dict[str, Any] | None) -> None:
-    """The daemon's log summary (Rig.summary()["log"]) and its telemetry counters."""
+class Tracker:
+    """The requests a benchmark sends to a daemon_run daemon and what the daemon publishes
+    about them, read from the Recorder as it comes (`process`): each request's `started`
+    and first final event, doubled final events, final events for no request of ours
+    (`strays`), the other events by kind, and its telemetry. A finished request's WAV is
+    deleted at once."""
+
+    def __init__(self, rig: Rig, rec: Recorder) -> None:
+        self.rig = rig
+        self.rec = rec
+        self.requests: dict[str, Request] = {}
+        self.order: list[Request] = []
+        self.outstanding: set[str] = set()
+        self.doubled: dict[str, list[str]] = {}  # request id: the kinds of the extra events
+        self.strays: list[dict[str, Any]] = []
+        self.nonfinal: Counter[str] = Counter()
+        self.telemetry: list[tuple[float, dict[str, Any]]] = []  # (received, message)
+        self.wavs_deleted = 0
+        self._seen = 0
+
+    @property
+    def latest_telemetry(self) -> dict[str, Any] | None:
+        return self.telemetry[-1][1] if self.telemetry else None
+
+    def send(self, index: int, text: str, rid: str, tag: str = "") -> Request:
+        """Publish a request (QoS 1) and keep it, in order."""
+        request = Request(index, rid, text, time.monotonic(), tag)
+        self.requests[rid] = request
+        self.order.append(request)
+        self.outstanding.add(rid)
+        payload = json.dumps({"id": rid, "text": text})
+        self.rec.client.publish(self.rig.topic("say"), payload, qos=1)
+        return request
+
+    def process(self) -> list[Request]:
+        """Read the new messages; the requests that got their first final event."""
+        done: list[Request] = []
+        events, telemetry = self.rig.topic("events"), self.rig.topic("telemetry")
+        messages = self.rec.messages
+        while self._seen < len(messages):
+            stamp, topic, payload, _ = messages[self._seen]
+            self._seen += 1
+            if topic == telemetry:
+                self.telemetry.append((stamp, json.loads(payload)))
+            elif topic == events:
+                request = self._on_event(stamp, json.loads(payload))
+                if request is not None:
+                    done.append(request)
+        return done
+
+    def _on_event(self, stamp: float, event: dict[str, Any]) -> Request | None:
+        kind, rid = str(event.get("event")), event.get("id")
+        request = self.requests.get(rid) if isinstance(rid, str) else None
+        if kind not in FINAL_KINDS:
+            self.nonfinal[kind] += 1
+            if kind == "started" and request is not None and request.started is None:
+                request.started = stamp
+            return None
+        if request is None:
+            self.strays.append(event)
+            return None
+        request.finals += 1
+        if request.finals > 1:
+            self.doubled.setdefault(request.id, []).append(kind)
+            return None
+        request.final_at, request.kind, request.event = stamp, kind, event
+        self.outstanding.discard(request.id)
+        if kind == "finished":
+            with contextlib.suppress(FileNotFoundError):
+                (self.rig.wav_dir / f"{request.id}.wav").unlink()
+                self.wavs_deleted += 1
+        return request
+
+    def wait_messages(self, timeout: float) -> bool:
+        """Until a message not yet processed arrives (True) or `timeout` passes (False)."""
+        try:
+            self.rec.wait_for(lambda: len(self.rec.messages) > self._seen, timeout)
+        except AssertionError:
+            return False
+        return True
+
+    def until(self, condition: Callable[[], bool], timeout: float, what: str) -> bool:
+        """Process the messages until `condition` holds (True) or `timeout` (False, logged)."""
+
+        def check() -> bool:
+            self.process()
+            return condition()
+
+        try:
+            self.rec.wait_for(check, timeout)
+        except AssertionError:
+            log(f"timed out waiting for {what}")
+            return False
+        return True
+
+    def telemetry_after(self, after: float, timeout: float = 30) -> dict[str, Any] | None:
+        """The first telemetry message received after `after` (monotonic), or None."""
+
+        def fresh() -> list[dict[str, Any]]:
+            return [m for t, m in self.telemetry if t > after]
+
+        if not self.until(lambda: bool(fresh()), timeout, "telemetry"):
+            return None
+        return fresh()[0]
+
+
+def print_daemon(daemon: dict[str, Any], counters: dict[str, Any] | None, **more: Any) -> None:
+    """The daemon's part of a report (Rig.summary(), its telemetry counters, `more`)."""
     summary = daemon["log"]
-    print(
-        f"  log: {summary['errors']} errors, {summary['tracebacks']} tracebacks, "
-        f"{summary['warnings']} warnings"
+    fields(
+        "the daemon",
+        {
+            "PID, same at the end": f"{daemon['pid']}, {daemon['same_pid_at_end']}",
+            "exit status after SIGTERM (s)": f"{daemon['exit_code']} ({daemon['stop_s']})",
+            "log: errors, tracebacks, warnings": (
+                f"{summary['errors']}, {summary['tracebacks']}, {summary['warnings']}"
+            ),
+            **more,
+            "counters": ", ".join(f"{k} {v}" for k, v in (counters or {}).items()),
+        },
     )
-    for e in summary["error_lines"][:8]:
-        print(f"    {e['count']}x {e['line'][:150]}")
-    if counters:
-        print("  counters: " + ", ".join(f"{k} {v}" for k, v in counters.items()))
+    if summary["error_lines"]:
+        errors = summary["error_lines"][:8]
+        table(("times", "error"), [(e["count"], e["line"][:150]) for e in errors])
 
 
 def voice_check(telemetry: dict[str, Any] | None) -> str:
@@ -426,33 +469,3 @@ def voice_check(telemetry: dict[str, Any] | None) -> str:
     expected = manifest_digest(files.default_int8_path())
     verdict = "INT8 build (digest matches its manifest)" if digest == expected else "NOT INT8"
     return f"{verdict}, sha256 {digest[:12]}..."
-
-
-def machine_info(load_before: tuple[float, float, float]) -> dict[str, Any]:
-    import numpy
-    import onnxruntime
-
-    model = platform.machine()
-    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-    for line in lscpu.splitlines():
-        if line.startswith("Model name:"):
-            model = line.split(":", 1)[1].strip()
-    flags = Path("/proc/cpuinfo").read_text().split()
-    return {
-        "cpu": model,
-        "cpus": os.cpu_count(),
-        "avx512_vnni": "avx512_vnni" in flags,  # onnxruntime's fast INT8 kernels need it
-        "python": platform.python_version(),
-        "onnxruntime": onnxruntime.__version__,
-        "numpy": numpy.__version__,
-        "loadavg_start": [round(x, 2) for x in load_before],
-        "loadavg_end": [round(x, 2) for x in os.getloadavg()],
-    }
-
-
-def machine_line(m: dict[str, Any]) -> str:
-    """machine_info's result, in one line for a report."""
-    return (
-        f"machine: {m['cpu']}, {m['cpus']} CPUs, AVX512-VNNI {m['avx512_vnni']}, onnxruntime "
-        f"{m['onnxruntime']}; load average {m['loadavg_start']} -> {m['loadavg_end']}"
-    )

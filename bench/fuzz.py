@@ -1,16 +1,16 @@
 """Fuzz: N seeded random payloads on the say topic of ONE daemon; each must get exactly
 one final event, and the daemon must stay the same process, serving, with bounded RSS.
 
-    python bench/fuzz.py                                    # 10,000 payloads, seed 1
-    python bench/fuzz.py --requests 300 --seed 7 --out fuzz.json
-    python bench/fuzz.py --seed 7 --requests 300 --cases 17,42   # replay some payloads
+    python -m bench.fuzz                                    # 10,000 payloads, seed 1
+    python -m bench.fuzz --requests 300 --seed 7 --out fuzz.json
+    python -m bench.fuzz --seed 7 --requests 300 --cases 17,42   # replay some payloads
 
 The rig is bench/soak.py's (bench/daemon_rig.py): a real Mosquitto, the daemon as
 `python -m edge_tts run` with the default voice on the wav-dir sink (WAVs deleted every
 100 payloads), `--set KEY=VALUE` passed to `edge-ttsd run --set`. The parts are in
-bench/fuzzing/: the payloads (case.py, texts.py, junk.py, mix.py), the MQTT 5 client
-(client.py), the answers matched to their payloads (answers.py), the schedule (run.py)
-and the report (report.py).
+bench/fuzzing/: the payloads (case.py, text_cases.py, junk.py, mix.py), the MQTT 5 client
+(mqtt5_client.py), the answers matched to their payloads (answers.py), the schedule
+(lanes.py) and the findings (findings.py).
 
 Payload classes (weights in CLASSES): valid requests (all optional fields, valid values),
 plain text and JSON strings, texts that expire (ttl 0, expires_at in the past), emoji /
@@ -40,7 +40,7 @@ of the test) are collected and sent in batches of --alone-batch (20), each alone
 everything in flight was answered, and the final event(s) on the events topic until it
 is answered are its own (those with another payload's id excepted); the id-less final
 events on the events topic must number the id-less answers on response topics plus
-those matched alone (a surplus is a doubled answer). Two lanes (bench/fuzzing/run.py):
+those matched alone (a surplus is a doubled answer). Two lanes (bench/fuzzing/lanes.py):
 at most --window (8) payloads that may be queued (play, expire, duplicate, or any) are
 in flight, below the daemon's queue of 32; payloads expected to be refused on arrival
 go beside them, up to --reject-window (32), never waiting behind a synthesis, at most
@@ -70,16 +70,16 @@ from __future__ import annotations
 import argparse
 import secrets
 import sys
-import time
 from collections.abc import Sequence
 from typing import Any
 
-from daemon_rig import Rig, add_daemon_options, add_set_option, daemon_run, run_and_emit
-from fuzzing.case import MAX_TEXT_CHARS
-from fuzzing.client import Client
-from fuzzing.mix import HEAVY
-from fuzzing.report import checks, print_report, results
-from fuzzing.run import Fuzz
+from bench.daemon_rig import Rig, add_daemon_options, daemon_run
+from bench.fuzzing.case import MAX_TEXT_CHARS
+from bench.fuzzing.findings import checks, print_report, results
+from bench.fuzzing.lanes import Fuzz
+from bench.fuzzing.mix import HEAVY
+from bench.fuzzing.mqtt5_client import Client
+from bench.report_io import log, run_and_emit
 
 TARGET = 10_000
 
@@ -94,9 +94,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     with daemon_run("fuzz", args.set, args.keep, connect) as (rig, client):
         fuzz = Fuzz(args, rig, client, run_id)
-        print(f"fuzz: {len(indexes)} payloads, seed {args.seed}", file=sys.stderr, flush=True)
+        log(f"fuzz: {len(indexes)} payloads, seed {args.seed}")
         fuzz.run(indexes)
-        watchdog_ok = rig.alive() and rig.watchdog_after(time.monotonic(), 10)
+        watchdog_ok = rig.alive() and rig.watchdog_pings(10)
     result: dict[str, Any] = {"benchmark": "fuzz", "root": str(rig.root)}
     result.update(results(fuzz))
     result["daemon"] = {**rig.summary(), "watchdog_ok": watchdog_ok}
@@ -133,7 +133,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the daemon's queue.max_text_chars (when changed with --set)",
     )
     add("--progress-every", type=int, default=1000, help=argparse.SUPPRESS)
-    add_set_option(parser)
     add_daemon_options(parser)
     args = parser.parse_args(argv)
     if min(args.window, args.reject_window, args.alone_batch, args.requests) < 1:

@@ -1,15 +1,15 @@
 """Intelligibility of INT8 voices: ASR word error rate, speed and spectral distance vs FP32.
 
-    python bench/intelligibility.py [--model NAME=PATH ...] [--rounds 3] [--fp32-seeds 2]
-        [--no-extra] [--json-out FILE]
+    python -m bench.intelligibility [--model NAME=PATH ...] [--rounds 3] [--fp32-seeds 2]
+        [--no-extra] [--out FILE] [--json]
 
 Models: the packaged FP32 voice (the reference), our installed INT8 build of the default
 voice (if it exists) and every ``--model NAME=PATH`` given.  Sentences: the packaged
-evaluation corpus plus the shared announcement corpus (duplicates dropped) plus
-EXTRA_TEXT (the quantization study's held-out lines plus five more, none of them in a
-calibration set).  Every line goes through the daemon's text front-end
-(``edge_tts.text.prepare``, which expands numbers, abbreviations and times); each
-resulting sentence is one utterance, and its normalized text is the reference transcript.
+evaluation corpus (the announcement corpus) plus EXTRA_TEXT (the quantization study's
+held-out lines plus five more, none of them in a calibration set).  Every line goes
+through the daemon's text front-end (``edge_tts.text.prepare``, which expands numbers,
+abbreviations and times); each resulting sentence is one utterance, and its normalized
+text is the reference transcript.
 
 For every model and utterance:
 
@@ -32,29 +32,26 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import re
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from importlib.resources import files as package_files
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
-from quant_schemes import EVALUATION_TEXT  # bench/ is the script's own directory
 
+from bench.quant_schemes import EVALUATION_TEXT
+from bench.report_io import add_output_options, log, run_and_emit, table
 from edge_tts.text import prepare
 from edge_tts.voice import files
 from edge_tts.voice.model import load_config
 from edge_tts.voice.phonemize import text_to_ids
 from edge_tts.voicebuild import quality
-
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "announcements_en.txt"
+from tests.support.texts import evaluation_lines
 
 
 def _pocketsphinx() -> Any:
@@ -125,12 +122,8 @@ class Utterance:
 
 
 def corpus_lines(extra: bool) -> list[str]:
-    packaged = package_files("edge_tts.voice").joinpath("data", "evaluation_en.txt")
-    sources = [packaged.read_text("utf-8"), CORPUS.read_text("utf-8") if CORPUS.is_file() else ""]
-    lines = [line.strip() for text in sources for line in text.splitlines() if line.strip()]
-    if extra:
-        lines.extend(EXTRA_TEXT)
-    return list(dict.fromkeys(lines))  # evaluation_en.txt is a copy of the shared corpus
+    lines = evaluation_lines() + list(EXTRA_TEXT if extra else ())
+    return list(dict.fromkeys(lines))
 
 
 def utterances(lines: Sequence[str]) -> list[Utterance]:
@@ -254,7 +247,7 @@ def run_deterministic(
                 models[position].seconds[round_index][index] = time.perf_counter() - start
                 if round_index == 0:
                     audio[position].append(samples)
-        print(f"  timing round {round_index + 1}/{rounds} done", file=sys.stderr, flush=True)
+        log(f"  timing round {round_index + 1}/{rounds} done")
     return audio
 
 
@@ -304,7 +297,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--fp32-seeds", type=int, default=2, help="extra FP32 sampled renders")
     parser.add_argument("--no-extra", action="store_true", help="only the packaged/shared corpus")
     parser.add_argument("--limit", type=int, default=0, help="first N utterances (smoke test)")
-    parser.add_argument("--json-out", type=Path)
+    add_output_options(parser)
     return parser.parse_args(argv)
 
 
@@ -335,31 +328,6 @@ class Report:
     fp32_wer_sampled_other_seeds: list[float]
     rows: list[Row]
 
-    def format(self) -> str:
-        floor = ", ".join(f"{wer:.3f}" for wer in self.fp32_wer_sampled_other_seeds)
-        lines = [
-            f"{self.utterances} utterances, {self.words} reference words; sampled scales "
-            f"{self.sampled_scales}, seed {self.seed}; FP32 sampled WER with other seeds: "
-            f"{floor or '-'}",
-            f"{'model':<22} {'MB':>5} {'speed':>6} {'min-max':>10} {'WER det':>8} "
-            f"{'WER smp':>8} {'det -/+':>8} {'smp -/+':>8} {'dist':>6} {'max':>6} {'|d-1|':>6}",
-        ]
-        for row in self.rows:
-            spread = f"{min(row.speed_rounds):.2f}-{max(row.speed_rounds):.2f}"
-            det = "{}/{}".format(*row.worse_better_deterministic)
-            smp = "{}/{}".format(*row.worse_better_sampled)
-            lines.append(
-                f"{row.model:<22} {row.mb:>5.1f} {row.speed:>6.3f} {spread:>10} "
-                f"{row.wer_deterministic:>8.3f} {row.wer_sampled:>8.3f} {det:>8} {smp:>8} "
-                f"{row.distance_mean:>6.3f} {row.distance_max:>6.3f} {row.duration_worst:>6.3f}"
-            )
-        lines.append(
-            "speed: FP32 time / model time, deterministic synthesis, same run (median of "
-            "rounds); -/+: utterances with more / fewer word errors than FP32 in that mode; "
-            "dist: log-mel DTW distance to FP32 (deterministic), |d-1|: worst duration change"
-        )
-        return "\n".join(lines)
-
 
 def build_report(
     models: list[ModelResult],
@@ -388,8 +356,35 @@ def build_report(
     return Report(len(models[0].distances), n_words, scales, SEED, floor, rows)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _arguments(argv)
+def print_report(r: dict[str, Any]) -> None:
+    floor = ", ".join(f"{wer:.3f}" for wer in r["fp32_wer_sampled_other_seeds"])
+    print(
+        f"{r['utterances']} utterances, {r['words']} reference words; sampled scales "
+        f"{r['sampled_scales']}, seed {r['seed']}; FP32 sampled WER with other seeds: "
+        f"{floor or '-'}\n"
+    )
+    rows = [
+        (row["model"], f"{row['mb']:.1f}", f"{row['speed']:.3f}",
+         f"{min(row['speed_rounds']):.2f}-{max(row['speed_rounds']):.2f}",
+         f"{row['wer_deterministic']:.3f}", f"{row['wer_sampled']:.3f}",
+         "{}/{}".format(*row["worse_better_deterministic"]),
+         "{}/{}".format(*row["worse_better_sampled"]), f"{row['distance_mean']:.3f}",
+         f"{row['distance_max']:.3f}", f"{row['duration_worst']:.3f}")
+        for row in r["rows"]
+    ]  # fmt: skip
+    table(
+        ("model", "MB", "speed", "min-max", "WER det", "WER smp", "det -/+", "smp -/+", "dist",
+         "max", "abs(d-1)"),
+        rows,
+    )  # fmt: skip
+    print(
+        "speed: FP32 time / model time, deterministic synthesis, same run (median of "
+        "rounds); -/+: utterances with more / fewer word errors than FP32 in that mode; "
+        "dist: log-mel DTW distance to FP32 (deterministic), abs(d-1): worst duration change"
+    )
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
     config = load_config(files.packaged_fp32())
     scales = (float(config.noise_scale), float(config.length_scale), float(config.noise_w_scale))
     items = utterances(corpus_lines(extra=not args.no_extra))
@@ -398,10 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     n_words = sum(len(item.reference) for item in items)
     specs = parse_models(args.model)
     models = [ModelResult(name, str(path), path.stat().st_size / 1e6) for name, path in specs]
-    print(
-        f"{len(items)} utterances, {n_words} reference words, {len(models)} models",
-        file=sys.stderr,
-    )
+    log(f"{len(items)} utterances, {n_words} reference words, {len(models)} models")
     started = time.perf_counter()
     asr = Recognizer(config.sample_rate)
     sessions = [_load(path) for _, path in specs]
@@ -409,24 +401,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     del sessions
     score_deterministic(models, audio, items, asr, config.sample_rate)
     del audio
-    print(f"  deterministic scored ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    log(f"  deterministic scored ({time.perf_counter() - started:.0f} s)")
     for model, (_, path) in zip(models, specs, strict=True):
         model.sampled = run_sampled(path, items, scales, SEED, asr)
     floor = [
         run_sampled(specs[0][1], items, scales, SEED + offset, asr).wer(n_words)
         for offset in range(1, args.fp32_seeds + 1)
     ]
-    print(f"  done in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-    report = build_report(models, n_words, scales, floor)
-    print(report.format())
-    if args.json_out:
-        document = {
-            **asdict(report),
-            "utterance_texts": [item.text for item in items],
-            "details": {model.name: asdict(model) for model in models},
-        }
-        args.json_out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    return 0
+    log(f"  done in {time.perf_counter() - started:.0f} s")
+    return {
+        "benchmark": "intelligibility",
+        **asdict(build_report(models, n_words, scales, floor)),
+        "utterance_texts": [item.text for item in items],
+        "details": {model.name: asdict(model) for model in models},
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_and_emit(run, _arguments(argv), print_report)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The Mandarin voice next to the English voice, in one process, as the daemon runs them.
 
-    python bench/mandarin.py [--rounds 5] [--voice DIR] [--quick] [--zh-first-chunk 16]
+    python -m bench.mandarin [--rounds 5] [--voice DIR] [--quick] [--zh-first-chunk 16]
         [--e2e | --e2e-only] [--e2e-rounds 3] [--out results.json] [--json]
 
 Issue 11 (the Mandarin voice). Both voices live in this process the way the daemon holds
@@ -22,7 +22,7 @@ chunks; process CPU time (onnxruntime's pool included; its workers do not spin, 
 daemon); audio seconds. RTF = synthesis time / audio time (sums per class). Then where the
 Mandarin TTFA goes (pinyin, acoustic model, first vocoder window) in a short extra pass.
 
-RSS (MB = 10^6 bytes, /proc/self/statm): English alone in a separate subprocess (loaded,
+RSS (MB = 10^6 bytes, /proc/self/status): English alone in a separate subprocess (loaded,
 warmed up, every English text spoken once: steady), and in this process step by step:
 English loaded and warmed up (before anything Mandarin), pypinyin's dictionaries loaded,
 the Mandarin sessions loaded, both warmed up, after the runs (steady).
@@ -45,10 +45,8 @@ short and a long sentence (independent of length), steady RSS with both voices <
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -57,24 +55,25 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from daemon_rig import (  # noqa: E402 - bench/ is the script's own directory
-    Rig,
-    daemon_run,
+from bench import workers
+from bench.daemon_rig import Rig, Tracker, daemon_run, record_events
+from bench.procmem import own_rss_mb
+from bench.report_io import (
+    add_output_options,
+    fields,
+    log,
     machine_info,
     machine_line,
+    percentile,
+    print_targets,
+    run_and_emit,
+    table,
+    target,
 )
-from report_io import add_output_options, emit  # noqa: E402
+from bench.zh_quant import BY_NAME, DEFAULT_VOICE_DIR, open_pipeline
+from tests.support.broker import Recorder
 
-from edge_tts.messages.events import FINAL_KINDS  # noqa: E402 - needs the repo root on sys.path
-from tests.support.broker import Recorder  # noqa: E402 - needs the repo root on sys.path
-
-DEFAULT_VOICE_DIR = Path("/var/cache/edge-tts-ci/voices/zh-baker")
 OUTPUT_RATE = 22050  # the daemon's output rate: the English voice's
-MB = 1e6
 
 # Announcement-like texts (vehicle, home). Short: ~8 characters; long: 60-90 characters,
 # with numbers, no Latin letters (the router would give those to the English voice).
@@ -123,15 +122,6 @@ ZH_TTFA_P50_MAX_MS = 100.0
 BOTH_RSS_MAX_MB = 280.0
 
 
-def rss_mb() -> float:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / MB
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 # --- the voices, as the daemon holds them --------------------------------------------------
 
 
@@ -175,14 +165,14 @@ def open_speaker(key: str, voice_dir: Path, steps: dict[str, float] | None = Non
         from edge_tts.text.mandarin import pinyin
 
         pinyin.load()
-        steps[f"{key}_pinyin_loaded"] = round(rss_mb(), 1)
+        steps[f"{key}_pinyin_loaded"] = round(own_rss_mb(), 1)
     voice.load()
     load_s = time.perf_counter() - t0
-    steps[f"{key}_loaded"] = round(rss_mb(), 1)
+    steps[f"{key}_loaded"] = round(own_rss_mb(), 1)
     t0 = time.perf_counter()
     voice.warm_up(concurrent=settings.max_concurrent)
     warm_s = time.perf_counter() - t0
-    steps[f"{key}_warm"] = round(rss_mb(), 1)
+    steps[f"{key}_warm"] = round(own_rss_mb(), 1)
     # As Voices.options_for with an empty voice entry and a request without speed/volume.
     options = SpeechOptions(speaker=None, length_scale=voice.length_scale, volume=1.0)
     return Speaker(key, voice, options, load_s, warm_s)
@@ -261,17 +251,19 @@ def schedule(
                 yield round_, voice, length, index
 
 
-def breakdown(speaker: Speaker, texts: Sequence[str], reps: int) -> list[dict[str, Any]]:
+def breakdown(
+    speaker: Speaker, voice_dir: Path, texts: Sequence[str], reps: int
+) -> list[dict[str, Any]]:
     """Where the Mandarin TTFA goes, per first chunk: pinyin + ids, the acoustic model on
-    the whole chunk, the first vocoder window (FIRST_WINDOW_FRAMES + context)."""
+    the whole chunk, the first vocoder window (FIRST_WINDOW_FRAMES + context). The two
+    stages are the voice's files in sessions of their own (bench/zh_quant.py's, with the
+    daemon's session options), so each is timed apart."""
     from edge_tts.text import prepare
     from edge_tts.voice.windowed import FIRST_WINDOW_FRAMES
 
     settings = synthesis_settings()
     voice = speaker.voice
-    sessions = voice._get_sessions()  # bench only: the two stages timed apart
-    mel_output = voice.config.acoustic.outputs["mel"]
-    params = speaker.options.params()
+    stages = open_pipeline(BY_NAME["a-ref"], voice_dir, voice_dir)
     rows = []
     for text in texts:
         chunk = prepare(
@@ -286,9 +278,9 @@ def breakdown(speaker: Speaker, texts: Sequence[str], reps: int) -> list[dict[st
             t0 = time.perf_counter()
             ids = voice.ids(chunk)[0]
             t1 = time.perf_counter()
-            mel = sessions.acoustic.run([mel_output], voice._feeds(ids, params))[0]
+            mel = stages.acoustic.run([stages.mel_output], stages.feeds(ids))[0]
             t2 = time.perf_counter()
-            sessions.vocoder.window(mel, 0, min(FIRST_WINDOW_FRAMES, mel.shape[1]))
+            stages.vocoder.window(mel, 0, min(FIRST_WINDOW_FRAMES, mel.shape[1]))
             t3 = time.perf_counter()
             ids_ms.append((t1 - t0) * 1000)
             acoustic_ms.append((t2 - t1) * 1000)
@@ -305,14 +297,6 @@ def breakdown(speaker: Speaker, texts: Sequence[str], reps: int) -> list[dict[st
             }
         )
     return rows
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q / 100
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def summarize(samples: Sequence[Sample]) -> dict[str, Any]:
@@ -338,14 +322,14 @@ def in_process(args: argparse.Namespace) -> dict[str, Any]:
 
     per_class = QUICK_TEXTS if args.quick else len(ZH_SHORT)
     rounds = 1 if args.quick else args.rounds
-    rss: dict[str, float] = {"start": round(rss_mb(), 1)}
+    rss: dict[str, float] = {"start": round(own_rss_mb(), 1)}
     share_runtime(synthesis_settings().threads)  # as the daemon, before any session
     log("loading and warming up the English voice")
     speakers = {"en": open_speaker("en", args.voice, rss)}
-    rss["english_warm"] = round(rss_mb(), 1)
+    rss["english_warm"] = round(own_rss_mb(), 1)
     log("loading and warming up the Mandarin voice")
     speakers["zh"] = open_speaker("zh", args.voice, rss)
-    rss["both_warm"] = round(rss_mb(), 1)
+    rss["both_warm"] = round(own_rss_mb(), 1)
     extra = []
     if args.zh_first_chunk:  # the same voice, its first chunk cut shorter
         key = f"zh-fc{args.zh_first_chunk}"
@@ -357,7 +341,7 @@ def in_process(args: argparse.Namespace) -> dict[str, Any]:
             speak(speakers[key], text)
     for key in extra:
         speak(speakers[key], ZH_LONG[0])
-    rss["after_untimed_pass"] = round(rss_mb(), 1)
+    rss["after_untimed_pass"] = round(own_rss_mb(), 1)
     samples: list[Sample] = []
     order = list(schedule(rounds, per_class, extra))
     for done, (round_, key, length, index) in enumerate(order, start=1):
@@ -382,7 +366,7 @@ def in_process(args: argparse.Namespace) -> dict[str, Any]:
         )
         if done % 8 == 0 or done == len(order):
             log(f"  {done}/{len(order)} texts, load average {os.getloadavg()[0]:.1f}")
-    rss["steady_after_runs"] = round(rss_mb(), 1)
+    rss["steady_after_runs"] = round(own_rss_mb(), 1)
     log("where the Mandarin TTFA goes")
     reps = 1 if args.quick else 3
     zh_first = [ZH_SHORT[0], ZH_SHORT[1], ZH_LONG[0], ZH_LONG[1]]
@@ -400,7 +384,7 @@ def in_process(args: argparse.Namespace) -> dict[str, Any]:
             }
             for key, s in speakers.items()
         },
-        "zh_ttfa_breakdown": breakdown(speakers["zh"], zh_first, reps),
+        "zh_ttfa_breakdown": breakdown(speakers["zh"], args.voice, zh_first, reps),
     }
     for key in ("zh", "en"):
         for length in ("short", "long"):
@@ -421,57 +405,38 @@ def english_alone_worker(args: argparse.Namespace) -> int:
     """Print one JSON line: RSS with the English voice alone (daemon-like process)."""
     from edge_tts.voice.model import share_runtime
 
-    start = rss_mb()
+    start = own_rss_mb()
     share_runtime(synthesis_settings().threads)
     speaker = open_speaker("en", args.voice)
-    warm = rss_mb()
+    warm = own_rss_mb()
     per_class = QUICK_TEXTS if args.quick else len(EN_SHORT)
     for text in EN_SHORT[:per_class] + EN_LONG[:per_class]:
         speak(speaker, text)
-    steady = rss_mb()
-    print(
-        json.dumps({"start": round(start, 1), "warm": round(warm, 1), "steady": round(steady, 1)})
-    )
+    steady = own_rss_mb()
+    workers.reply(start=round(start, 1), warm=round(warm, 1), steady=round(steady, 1))
     return 0
 
 
-def english_alone(args: argparse.Namespace) -> dict[str, float]:
-    argv = [sys.executable, str(Path(__file__).resolve()), "--english-alone-worker"]
-    if args.quick:
-        argv.append("--quick")
-    done = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=REPO)
-    parsed: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return parsed
+def english_alone(args: argparse.Namespace) -> dict[str, Any]:
+    return workers.run("bench.mandarin", "--english-alone-worker", *(["--quick"] * args.quick))
 
 
 # --- through the real daemon (--e2e) ----------------------------------------------------------
 
 
 def daemon(device: str, settings: dict[str, Any]) -> AbstractContextManager[tuple[Rig, Recorder]]:
-    """Mosquitto, a recorder on the events topic, the daemon (wav-dir sink, preload) with
+    """Mosquitto, a recorder of the daemon's events, the daemon (wav-dir sink, preload) with
     `settings` merged into its config; all stopped on leaving (daemon_rig.daemon_run)."""
-
-    def connect(rig: Rig) -> Recorder:
-        return Recorder(rig.port, [rig.topic("events")])
-
-    return daemon_run(device, (), False, connect, settings)
+    return daemon_run(device, (), False, record_events, settings)
 
 
-def await_final(recorder: Any, topic: str, rid: str, seen: int, timeout: float) -> dict[str, Any]:
-    """The final event of request `rid` (among the messages from index `seen` on)."""
-    found: list[dict[str, Any]] = []
-
-    def arrived() -> bool:
-        for _stamp, msg_topic, payload, _retain in recorder.messages[seen:]:
-            if msg_topic == topic:
-                event = json.loads(payload)
-                if event.get("id") == rid and event.get("event") in FINAL_KINDS:
-                    found.append(event)
-                    return True
-        return False
-
-    recorder.wait_for(arrived, timeout, f"the final event of {rid}")
-    return found[0]
+def ask(tracker: Tracker, rid: str, text: str) -> dict[str, Any]:
+    """One request, alone: its final event."""
+    request = tracker.send(len(tracker.order), text, rid)
+    if not tracker.until(lambda: request.event is not None, E2E_TIMEOUT_S, rid):
+        raise AssertionError(f"no final event for {rid} in {E2E_TIMEOUT_S:.0f} s")
+    assert request.event is not None
+    return request.event
 
 
 def e2e(args: argparse.Namespace) -> dict[str, Any]:
@@ -485,19 +450,11 @@ def e2e(args: argparse.Namespace) -> dict[str, Any]:
     log("e2e: daemon with both voices (wav-dir sink)")
     with daemon("zhe2e", {"voices": voices, **no_cache}) as (rig, recorder):
         result["rss_ready_mb"] = round(rig.sample()["rss_mb"], 1)
-        topic = rig.topic("events")
-        number = 0
-        for round_, key, length, index in schedule(rounds + 1, 2):  # round 0: warm-up
-            text = TEXTS[(key, length)][index]
-            number += 1
-            rid = f"zh-e2e-{number}"
-            seen = len(recorder.messages)
-            recorder.publish(rig.topic("say"), json.dumps({"id": rid, "text": text}))
-            event = await_final(recorder, topic, rid, seen, E2E_TIMEOUT_S)
-            rig.sweep_wavs()
-            if round_ == 0:
-                continue
-            events.append({"voice": key, "length": length, **event})
+        tracker = Tracker(rig, recorder)
+        for number, (round_, key, length, index) in enumerate(schedule(rounds + 1, 2)):
+            event = ask(tracker, f"zh-e2e-{number}", TEXTS[(key, length)][index])
+            if round_ > 0:  # round 0: warm-up
+                events.append({"voice": key, "length": length, **event})
         result["rss_after_mb"] = round(rig.sample()["rss_mb"], 1)
         rig.same_pid_at_end = rig.same_process()
     result["classes"] = {}
@@ -521,13 +478,9 @@ def e2e(args: argparse.Namespace) -> dict[str, Any]:
     log("e2e: daemon with the English voice alone (RSS)")
     with daemon("ene2e", no_cache) as (rig, recorder):
         alone: dict[str, Any] = {"rss_ready_mb": round(rig.sample()["rss_mb"], 1)}
-        topic = rig.topic("events")
+        tracker = Tracker(rig, recorder)
         for number, text in enumerate(EN_SHORT[:2] + EN_LONG[:2]):
-            rid = f"en-e2e-{number}"
-            seen = len(recorder.messages)
-            recorder.publish(rig.topic("say"), json.dumps({"id": rid, "text": text}))
-            await_final(recorder, topic, rid, seen, E2E_TIMEOUT_S)
-            rig.sweep_wavs()
+            ask(tracker, f"en-e2e-{number}", text)
         alone["rss_after_mb"] = round(rig.sample()["rss_mb"], 1)
     result["english_alone"] = alone
     return result
@@ -539,103 +492,120 @@ def e2e(args: argparse.Namespace) -> dict[str, Any]:
 def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
     classes = result["in_process"]["classes"]
     rss = result["in_process"]["rss_mb"]["steady_after_runs"]
+    rtf = classes["zh-all"]["rtf"]
     short, long_ = classes["zh-short"]["ttfa_p50_ms"], classes["zh-long"]["ttfa_p50_ms"]
-    rows = [
-        ("Mandarin RTF", classes["zh-all"]["rtf"], ZH_RTF_MAX, f"{classes['zh-all']['rtf']:.3f}"),
-        ("Mandarin TTFA p50, short", short, ZH_TTFA_P50_MAX_MS, f"{short:.0f} ms"),
-        ("Mandarin TTFA p50, long", long_, ZH_TTFA_P50_MAX_MS, f"{long_:.0f} ms"),
-        ("steady RSS, both voices", rss, BOTH_RSS_MAX_MB, f"{rss:.0f} MB"),
+    return [
+        target(f"Mandarin RTF <= {ZH_RTF_MAX}", f"{rtf:.3f}", rtf <= ZH_RTF_MAX),
+        target(
+            f"Mandarin TTFA p50 <= {ZH_TTFA_P50_MAX_MS:.0f} ms, short",
+            f"{short:.0f} ms",
+            short <= ZH_TTFA_P50_MAX_MS,
+        ),
+        target(
+            f"Mandarin TTFA p50 <= {ZH_TTFA_P50_MAX_MS:.0f} ms, long",
+            f"{long_:.0f} ms",
+            long_ <= ZH_TTFA_P50_MAX_MS,
+        ),
+        target(
+            f"steady RSS, both voices <= {BOTH_RSS_MAX_MB:.0f} MB",
+            f"{rss:.0f} MB",
+            rss <= BOTH_RSS_MAX_MB,
+        ),
+        target(
+            "Mandarin TTFA independent of length (long/short p50 <= 1.25)",
+            f"{long_ / short:.2f}x",
+            long_ / short <= 1.25,
+        ),
     ]
-    out = [
-        {"target": name, "value": text, "limit": limit, "pass": value <= limit}
-        for name, value, limit, text in rows
-    ]
-    out.append(
-        {
-            "target": "Mandarin TTFA independent of length (long/short p50)",
-            "value": f"{long_ / short:.2f}x",
-            "limit": 1.25,
-            "pass": long_ / short <= 1.25,
-        }
-    )
-    return out
 
 
 def print_report(result: dict[str, Any]) -> None:
-    m = result["machine"]
-    print(machine_line(m))
+    print(machine_line(result["machine"]))
     if "in_process" in result:
         print_engine(result)
     if "e2e" in result:
         print_e2e(result["e2e"])
-    for t in result["targets"]:
-        verdict = "PASS" if t["pass"] else "MISS"
-        print(f"  {verdict}  {t['target']}: {t['value']} (limit {t['limit']})")
+    print_targets(result["targets"])
 
 
 def print_engine(result: dict[str, Any]) -> None:
     run = result["in_process"]
     print(
         f"Mandarin vs English, in one process (share_runtime(2)), {run['rounds']} rounds x "
-        f"{run['texts_per_class']} texts per class, interleaved"
+        f"{run['texts_per_class']} texts per class, interleaved\n"
     )
-    for key, v in run["voices"].items():
-        print(
-            f"  {key}: {v['name']} ({v['sample_rate']} Hz), load {v['load_s']} s, warm-up "
-            f"{v['warm_up_s']} s"
-        )
-    header = (
-        f"{'class':<9} {'n':>3} {'chars':>5} {'1st ch':>6} {'audio s':>7} {'TTFA p50':>8} "
-        f"{'p95':>7} {'from text':>9} {'RTF':>6} {'CPU s/s':>7}"
+    voices = run["voices"].items()
+    table(
+        ("voice", "name", "Hz", "load s", "warm-up s"),
+        [(k, v["name"], v["sample_rate"], v["load_s"], v["warm_up_s"]) for k, v in voices],
     )
-    print(header)
-    for name, c in run["classes"].items():
-        print(
-            f"{name:<9} {c['n']:>3} {c['chars_mean']:>5.0f} {c['first_chunk_chars_mean']:>6.0f} "
-            f"{c['audio_s_mean']:>7.2f} {c['ttfa_p50_ms']:>8.0f} {c['ttfa_p95_ms']:>7.0f} "
-            f"{c['ttfa_text_p50_ms']:>9.0f} {c['rtf']:>6.3f} {c['cpu_s_per_audio_s']:>7.3f}"
-        )
+    columns = {
+        "n": "n",
+        "chars_mean": "chars",
+        "first_chunk_chars_mean": "1st chunk",
+        "audio_s_mean": "audio s",
+        "ttfa_p50_ms": "TTFA p50 ms",
+        "ttfa_p95_ms": "p95",
+        "ttfa_text_p50_ms": "from text",
+        "rtf": "RTF",
+        "cpu_s_per_audio_s": "CPU s/s",
+    }
     classes = run["classes"]
-    zh, en = classes["zh-all"], classes["en-all"]
-    short = classes["zh-short"]["ttfa_p50_ms"] / classes["en-short"]["ttfa_p50_ms"]
-    long_ = classes["zh-long"]["ttfa_p50_ms"] / classes["en-long"]["ttfa_p50_ms"]
-    print(
-        f"ratios zh/en: RTF {zh['rtf'] / en['rtf']:.2f}x, CPU per audio second "
-        f"{zh['cpu_s_per_audio_s'] / en['cpu_s_per_audio_s']:.2f}x, TTFA p50 short "
-        f"{short:.2f}x, long {long_:.2f}x"
+    rows = [(name, *(c[k] for k in columns)) for name, c in classes.items()]
+    table(("class", *columns.values()), rows)
+
+    def zh_over_en(length: str, key: str) -> float:
+        return float(classes[f"zh-{length}"][key] / classes[f"en-{length}"][key])
+
+    fields(
+        "zh / en",
+        {
+            "RTF": zh_over_en("all", "rtf"),
+            "CPU per audio second": zh_over_en("all", "cpu_s_per_audio_s"),
+            "TTFA p50, short": zh_over_en("short", "ttfa_p50_ms"),
+            "TTFA p50, long": zh_over_en("long", "ttfa_p50_ms"),
+        },
     )
-    print(
-        "Mandarin TTFA breakdown (medians, ms): first chunk chars, symbols, mel frames, "
-        "pinyin+ids, acoustic, first vocoder window"
+    columns = {
+        "first_chunk_chars": "first chunk chars",
+        "symbols": "symbols",
+        "mel_frames": "mel frames",
+        "ids_ms": "pinyin + ids ms",
+        "acoustic_ms": "acoustic ms",
+        "first_window_ms": "first vocoder window ms",
+    }
+    table(
+        tuple(columns.values()),
+        [[row[k] for k in columns] for row in run["zh_ttfa_breakdown"]],
+        "Where the Mandarin TTFA goes (medians):",
     )
-    for row in run["zh_ttfa_breakdown"]:
-        print(
-            f"  {row['first_chunk_chars']:>3} chars {row['symbols']:>4} sym "
-            f"{row['mel_frames']:>4} frames: ids {row['ids_ms']:>6.1f}  acoustic "
-            f"{row['acoustic_ms']:>7.1f}  window {row['first_window_ms']:>6.1f}"
-        )
     rss = run["rss_mb"]
     alone = result["english_alone_rss_mb"]
-    print(
-        f"RSS MB: English alone (subprocess) warm {alone['warm']}, steady {alone['steady']}; "
-        f"this process: English warm {rss['english_warm']}, both warm {rss['both_warm']}, "
-        f"steady after the runs {rss['steady_after_runs']} "
-        f"(+{rss['steady_after_runs'] - alone['steady']:.0f} over English alone)"
+    fields(
+        "RSS (MB)",
+        {
+            "English alone (subprocess): warm, steady": f"{alone['warm']}, {alone['steady']}",
+            **{f"this process: {step}": mb for step, mb in rss.items()},
+            "steady over English alone": f"{rss['steady_after_runs'] - alone['steady']:+.0f}",
+        },
     )
-    print("  this process, step by step: " + ", ".join(f"{k} {v}" for k, v in rss.items()))
 
 
 def print_e2e(e: dict[str, Any]) -> None:
-    print(f"end to end (daemon, wav-dir, {e['rounds']} rounds, one request at a time):")
-    for name, c in e["classes"].items():
-        print(
-            f"  {name:<9} n {c['n']:>2} finished {c['finished']:>2} voices {c['voices']} "
-            f"TTFA p50 {c['ttfa_p50_ms']} ms, p95 {c['ttfa_p95_ms']} ms, RTF {c['rtf']}"
-        )
-    print(
-        f"  daemon RSS MB: both voices ready {e['rss_ready_mb']}, after {e['rss_after_mb']}; "
-        f"English alone ready {e['english_alone']['rss_ready_mb']}, after "
-        f"{e['english_alone']['rss_after_mb']}"
+    keys = ("n", "finished", "voices", "ttfa_p50_ms", "ttfa_p95_ms", "rtf")
+    table(
+        ("class", "n", "finished", "voices", "TTFA p50 ms", "p95", "RTF"),
+        [(name, *(c[k] for k in keys)) for name, c in e["classes"].items()],
+        f"end to end (the daemon, wav-dir sink, {e['rounds']} rounds, one request at a time):",
+    )
+    fields(
+        "daemon RSS (MB)",
+        {
+            "both voices: ready, after": f"{e['rss_ready_mb']}, {e['rss_after_mb']}",
+            "English alone: ready, after": (
+                f"{e['english_alone']['rss_ready_mb']}, {e['english_alone']['rss_after_mb']}"
+            ),
+        },
     )
 
 
@@ -667,6 +637,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return english_alone_worker(args)
     if args.rounds < 1 or args.e2e_rounds < 1:
         parser.error("--rounds and --e2e-rounds must be positive")
+    return run_and_emit(run, args, print_report)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
     load_before = os.getloadavg()
     result: dict[str, Any] = {"benchmark": "mandarin", "voice_dir": str(args.voice)}
     if not args.e2e_only:
@@ -677,8 +651,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result["e2e"] = e2e(args)
     result["machine"] = machine_info(load_before)
     result["targets"] = targets(result) if "in_process" in result else []
-    emit(result, args.out, args.json, print_report)
-    return 0
+    return result
 
 
 if __name__ == "__main__":

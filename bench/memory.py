@@ -1,9 +1,9 @@
 """The daemon's memory on small boards: steady and peak RSS of the real daemon process with
 the default voice (our INT8 build, or its FP32 original) and with the Mandarin voice too.
 
-    python bench/memory.py                                   # the 4 configurations, 100 each
-    python bench/memory.py --requests 100 --out /tmp/memory.json > /tmp/memory.txt
-    python bench/memory.py --configs int8,int8+zh --requests 20 --idle 5   # a quick look
+    python -m bench.memory                                   # the 4 configurations, 100 each
+    python -m bench.memory --requests 100 --out /tmp/memory.json > /tmp/memory.txt
+    python -m bench.memory --configs int8,int8+zh --requests 20 --idle 5   # a quick look
 
 Issue 13 ("Memory on small boards"): the figures MemoryHigh=/MemoryMax= in the unit are set
 from. Configurations, one after another in this one invocation, each a fresh daemon:
@@ -58,7 +58,6 @@ numpy and onnxruntime), which the kernel can drop and read again.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import json
 import os
@@ -68,39 +67,23 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from daemon_rig import (  # noqa: E402 - bench/ is the script's own directory
-    MB,
+from bench.daemon_rig import (
     Rig,
+    Tracker,
     add_daemon_options,
     daemon_run,
-    fmt,
-    log,
-    machine_info,
-    process_until,
     record_events,
-    run_and_emit,
     voice_check,
 )
-from mandarin import (  # noqa: E402
-    DEFAULT_VOICE_DIR,
-    EN_LONG,
-    EN_SHORT,
-    ZH_LONG,
-    ZH_SHORT,
-)
-from procmem import Sample, Sampler, proc_detail, proc_status, reset_hwm  # noqa: E402
-from soak import MIXED_TEXTS  # noqa: E402
-
-from edge_tts.messages.events import FINAL_KINDS  # noqa: E402 - needs the repo root on sys.path
-from tests.support.broker import Recorder  # noqa: E402 - needs the repo root on sys.path
+from bench.mandarin import EN_LONG, EN_SHORT, ZH_LONG, ZH_SHORT
+from bench.procmem import Sample, Sampler, proc_detail, proc_status, reset_hwm
+from bench.report_io import MB, fields, fmt, log, machine_info, machine_line, run_and_emit, table
+from bench.soak import MIXED_TEXTS
+from bench.zh_quant import DEFAULT_VOICE_DIR
+from tests.support.broker import Recorder
 
 CONFIG_NAMES = ("int8", "fp32", "int8+zh", "fp32+zh")
 # Chinese announcements with Latin words in them: the router splits them by script, the
@@ -168,82 +151,11 @@ def mix(name: str, n: int, seed: int) -> list[tuple[str, str]]:
 # --- one configuration ---------------------------------------------------------------------
 
 
-@dataclass
-class Request:
-    index: int
-    id: str
-    cls: str
-    text: str
-    window: int
-    sent: float
-    started: float | None = None
-    final_at: float | None = None
-    kind: str | None = None
-    event: dict[str, Any] | None = None
-
-
-@dataclass
-class Driver:
-    rig: Rig
-    rec: Recorder
-    sampler: Sampler | None = None
-    requests: dict[str, Request] = field(default_factory=dict)
-    order: list[Request] = field(default_factory=list)
-    outstanding: set[str] = field(default_factory=set)
-    telemetry: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
-    strays: int = 0
-    seen: int = 0
-
-    def process(self) -> int:
-        """Read new messages; returns how many requests got their final event."""
-        done = 0
-        events, telemetry = self.rig.topic("events"), self.rig.topic("telemetry")
-        messages = self.rec.messages
-        while self.seen < len(messages):
-            stamp, topic, payload, _ = messages[self.seen]
-            self.seen += 1
-            if topic == telemetry:
-                self.telemetry.append((stamp, json.loads(payload)))
-                continue
-            if topic != events:
-                continue
-            event = json.loads(payload)
-            request = self.requests.get(str(event.get("id")))
-            if request is None:
-                self.strays += 1
-                continue
-            kind = event.get("event")
-            if kind == "started" and request.started is None:
-                request.started = stamp
-            elif kind in FINAL_KINDS and request.kind is None:
-                request.final_at, request.kind, request.event = stamp, str(kind), event
-                self.outstanding.discard(request.id)
-                done += 1
-                if kind == "finished":
-                    with contextlib.suppress(FileNotFoundError):
-                        (self.rig.wav_dir / f"{request.id}.wav").unlink()
-        return done
-
-    def until(self, condition: Callable[[], bool], timeout: float, what: str) -> bool:
-        return process_until(self.rec, self.process, condition, timeout, what)
-
-    def telemetry_after(self, after: float, timeout: float = 30) -> dict[str, Any] | None:
-        """The first telemetry message received after `after` (monotonic)."""
-
-        def fresh() -> list[dict[str, Any]]:
-            return [m for t, m in self.telemetry if t > after]
-
-        if not self.until(lambda: bool(fresh()), timeout, "telemetry"):
-            return None
-        return fresh()[0]
-
-    def send(self, index: int, cls: str, text: str, window: int) -> None:
-        rid = f"mem-{index}"
-        request = Request(index, rid, cls, text, window, time.monotonic())
-        self.requests[rid] = request
-        self.order.append(request)
-        self.outstanding.add(rid)
-        self.rec.client.publish(self.rig.topic("say"), json.dumps({"id": rid, "text": text}), qos=1)
+class Driver(Tracker):
+    def __init__(self, rig: Rig, rec: Recorder) -> None:
+        super().__init__(rig, rec)
+        self.sampler: Sampler | None = None
+        self.windows: dict[str, int] = {}  # request id: requests in flight when it was sent
 
     def run(self, plan: Sequence[tuple[str, str]]) -> bool:
         """Every request of `plan`; blocks of BLOCK alternate 2 and 1 in flight. False if
@@ -259,7 +171,8 @@ class Driver:
                 if boundary and self.outstanding:
                     break
                 cls, text = plan[index]
-                self.send(index, cls, text, window)
+                self.send(index, text, f"mem-{index}", tag=cls)
+                self.windows[f"mem-{index}"] = window
                 index += 1
                 boundary = index % BLOCK == 0
             before = len(self.outstanding)
@@ -300,7 +213,7 @@ class Driver:
         chunks = [int((r.event or {}).get("chunks") or 0) for r in self.order]
         return {
             "overlapped": overlapped,
-            "max_in_flight": max((r.window for r in self.order), default=0),
+            "max_in_flight": max(self.windows.values(), default=0),
             "multi_chunk": sum(1 for c in chunks if c > 1),
             "chunks": sum(chunks),
         }
@@ -350,7 +263,7 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {"config": settings, "requests": len(plan)}
     result["classes"] = dict(Counter(cls for cls, _ in plan))
     started = time.monotonic()
-    run = daemon_run(device, (), args.keep, record_events, settings, ready_timeout=300)
+    run = daemon_run(device, args.set, args.keep, record_events, settings, ready_timeout=300)
     with run as (rig, rec):
         assert rig.pid is not None
         pid = rig.pid
@@ -399,7 +312,7 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
         {
             "complete": complete,
             "final_events": dict(sorted(kinds.items())),
-            "stray_events": driver.strays,
+            "stray_events": len(driver.strays),
             "overlap": driver.overlap(),
             "audio_s": round(sum(float(e.get("audio_ms") or 0) for e in finished) / 1000, 1),
             "voices_used": dict(
@@ -482,76 +395,77 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def print_report(r: dict[str, Any]) -> None:
-    m = r["machine"]
     print(
         f"The daemon's memory (MB = 10^6 B), {r['requests_per_config']} requests per "
         f"configuration (seed {r['seed']}), steady = median of the last half of "
-        f"{r['idle_s']:g} s idle; {m['cpu']}, {m['cpus']} CPUs, onnxruntime {m['onnxruntime']}; "
-        f"load {m['loadavg_start'][0]} -> {m['loadavg_end'][0]}"
+        f"{r['idle_s']:g} s idle"
     )
-    print(
-        f"\n{'config':<9} {'builds':<28} {'ready':>6} {'start':>6} {'steady':>6} "
-        f"{'anon':>6} {'file':>5} {'PSS':>6} {'USS':>6} {'peak':>6} {'VmHWM':>6} "
-        f"{'fin/n':>7} {'ovl':>4}"
-    )
+    print(machine_line(r["machine"]) + "\n")
+    rows = []
     for name, c in r["configs"].items():
         if "error" in c:
-            print(f"{name:<9} failed: {c['error'][:150]}")
+            rows.append((name, f"failed: {c['error'][:150]}"))
             continue
         rd, st, pk = c["ready"], c["steady"], c["peak"]
         builds = ",".join(f"{k}={v}" for k, v in c["voices"]["builds"].items())
         flag = "" if c["voices"]["as_configured"] else " (!)"
         fin = c["final_events"].get("finished", 0)
-        print(
-            f"{name:<9} {(builds + flag)[:28]:<28} {fmt(rd['rss_mb'], '.1f'):>6} "
-            f"{fmt(rd['hwm_startup_mb'], '.1f'):>6} {fmt(st['rss_mb'], '.1f'):>6} "
-            f"{fmt(st['anon_mb'], '.1f'):>6} {fmt(st['file_mb'], '.1f'):>5} "
-            f"{fmt(st['pss_mb'], '.1f'):>6} {fmt(st['uss_mb'], '.1f'):>6} "
-            f"{fmt(pk['max_sample_mb'], '.1f'):>6} {fmt(pk['hwm_requests_mb'], '.1f'):>6} "
-            f"{fin:>3}/{c['requests']:<3} {c['overlap']['overlapped']:>4}"
-        )
+        mb = [rd["rss_mb"], rd["hwm_startup_mb"], st["rss_mb"], st["anon_mb"], st["file_mb"],
+              st["pss_mb"], st["uss_mb"], pk["max_sample_mb"], pk["hwm_requests_mb"]]  # fmt: skip
+        rows.append(
+            (name, builds + flag, *(fmt(v, ".1f") for v in mb),
+             f"{fin}/{c['requests']}", c["overlap"]["overlapped"])
+        )  # fmt: skip
+    table(
+        ("config", "builds", "ready", "start", "steady", "anon", "file", "PSS", "USS", "peak",
+         "VmHWM", "fin/n", "ovl"),
+        rows,
+    )  # fmt: skip
     print(
-        "\n  ready: VmRSS at READY (loaded, warmed up); start: VmHWM at READY (start-up peak);"
-        "\n  steady: after the requests, idle; anon/file/PSS/USS at the end of the idle time;"
-        "\n  peak: largest sample during the requests and idle; VmHWM: reset at READY, read at"
-        "\n  the end (the peak between samples too); ovl: requests whose synthesis began"
-        "\n  before the previous request's ended."
+        "ready: VmRSS at READY (loaded, warmed up); start: VmHWM at READY (start-up peak);\n"
+        "steady: after the requests, idle; anon/file/PSS/USS at the end of the idle time;\n"
+        "peak: largest sample during the requests and idle; VmHWM: reset at READY, read at\n"
+        "the end (the peak between samples too); ovl: requests whose synthesis began\n"
+        "before the previous request's ended.\n"
     )
-    print("\nper configuration")
     for name, c in r["configs"].items():
-        if "error" in c:
-            continue
-        st = c["steady"]
-        curve = "  ".join(
-            f"{row['requests']}: {fmt(row['median_mb'], '.1f')}/{fmt(row['max_mb'], '.1f')}"
-            for row in c["quarters"]
-        )
-        print(
-            f"  {name}: {c['requests']} requests {json.dumps(c['classes'])}, "
-            f"{c['audio_s']} s of audio in {c['requests_s']} s; {c['overlap']['chunks']} chunks"
-            f" ({c['overlap']['multi_chunk']} requests of several); "
-            f"start to READY {c['ready']['start_to_ready_s']} s"
-        )
-        print(f"    RSS median/max per quarter of the requests: {curve}")
-        print(
-            f"    growth 2nd -> 4th quarter: median {fmt(c['growth_q2_to_q4_median_mb'], '+.1f')}"
-            f", max {fmt(c['growth_q2_to_q4_max_mb'], '+.1f')} MB; ready PSS/USS "
-            f"{fmt(c['ready']['pss_mb'], '.1f')}/{fmt(c['ready']['uss_mb'], '.1f')}; daemon's "
-            f"telemetry idle RSS/USS {fmt(st['daemon_telemetry_rss_mb'], '.1f')}/"
-            f"{fmt(st['daemon_telemetry_uss_mb'], '.1f')}"
-        )
-        d = c["daemon"]
-        print(
-            f"    final events {c['final_events']}; voices {c['voices_used']}; "
-            f"{c['voices'].get('int8_digest', '')}"
-        )
-        for line in d["log"].get("warning_lines", []):
-            print(f"    daemon warning: {line[:160]}")
-        print(
-            f"    daemon: same PID {d['same_pid_at_end']}, exit {d['exit_code']}; log "
-            f"{d['log']['errors']} errors, {d['log']['warnings']} warnings; load "
-            f"{c['loadavg_start'][0]} -> {c['loadavg_end'][0]}; {c['elapsed_s']} s"
-        )
+        if "error" not in c:
+            print_config(name, c)
+
+
+def print_config(name: str, c: dict[str, Any]) -> None:
+    st, d = c["steady"], c["daemon"]
+    fields(
+        name,
+        {
+            "requests": f"{c['requests']} {json.dumps(c['classes'])}",
+            "audio, time": f"{c['audio_s']} s of audio in {c['requests_s']} s",
+            "chunks (requests of several)": (
+                f"{c['overlap']['chunks']} ({c['overlap']['multi_chunk']})"
+            ),
+            "start to READY (s)": c["ready"]["start_to_ready_s"],
+            "RSS median/max per quarter of the requests": "  ".join(
+                f"{q['requests']}: {fmt(q['median_mb'], '.1f')}/{fmt(q['max_mb'], '.1f')}"
+                for q in c["quarters"]
+            ),
+            "growth 2nd -> 4th quarter, median / max (MB)": (
+                f"{fmt(c['growth_q2_to_q4_median_mb'], '+.1f')} / "
+                f"{fmt(c['growth_q2_to_q4_max_mb'], '+.1f')}"
+            ),
+            "ready PSS / USS": f"{fmt(c['ready']['pss_mb'])} / {fmt(c['ready']['uss_mb'])}",
+            "daemon's telemetry, idle RSS / USS": (
+                f"{fmt(st['daemon_telemetry_rss_mb'])} / {fmt(st['daemon_telemetry_uss_mb'])}"
+            ),
+            "final events": c["final_events"],
+            "voices": f"{c['voices_used']} {c['voices'].get('int8_digest', '')}",
+            "daemon: same PID, exit": f"{d['same_pid_at_end']}, {d['exit_code']}",
+            "daemon log: errors, warnings": f"{d['log']['errors']}, {d['log']['warnings']}",
+            "daemon warnings": " / ".join(line[:160] for line in d["log"]["warning_lines"]),
+            "load average, time": (
+                f"{c['loadavg_start'][0]} -> {c['loadavg_end'][0]}, {c['elapsed_s']} s"
+            ),
+        },
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

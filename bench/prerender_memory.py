@@ -2,8 +2,8 @@
 `cache.phrases` entry (FP32 build loaded, the phrase rendered, the build dropped) against
 the same daemon without one, and its RSS once the pass is over.
 
-    python bench/prerender_memory.py                      # 3 rounds of each
-    python bench/prerender_memory.py --rounds 1 --out /tmp/prerender.json
+    python -m bench.prerender_memory                      # 3 rounds of each
+    python -m bench.prerender_memory --rounds 1 --out /tmp/prerender.json
 
 Each round starts a fresh daemon twice, as bench/daemon_rig.py runs it (Mosquitto on a
 free port, preload, the wav-dir sink, our INT8 default voice, an empty cache directory):
@@ -29,17 +29,18 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from daemon_rig import (
-    add_daemon_options,
-    daemon_run,
+from bench.daemon_rig import add_daemon_options, daemon_run, record_events
+from bench.procmem import proc_status
+from bench.report_io import (
+    fmt,
     log,
     machine_info,
     machine_line,
-    record_events,
-    stop_on_signals,
+    print_targets,
+    run_and_emit,
+    table,
+    target,
 )
-from procmem import proc_status
-from report_io import emit
 
 PHRASE = "The garage door is open."  # as bench/cache.py and tests/test_cache_daemon.py
 RETAINED_LIMIT_MB = 10.0
@@ -58,7 +59,10 @@ def pass_done(rec: Any, topic: str) -> bool:
 
 def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
     device = f"pre-{name}"
-    with daemon_run(device, (), args.keep, record_events, settings_for(name), 300) as (rig, rec):
+    with daemon_run(device, args.set, args.keep, record_events, settings_for(name), 300) as (
+        rig,
+        rec,
+    ):
         assert rig.pid is not None
         ready = proc_status(rig.pid)
         topic = rig.topic("telemetry")
@@ -109,19 +113,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def print_report(r: dict[str, Any]) -> None:
-    print(f"pre-render memory, {len(r['rounds'])} round(s), medians (MB):")
-    print("| daemon | VmHWM at READY | VmHWM after the pass | RSS at READY | RSS after |")
-    print("|---|---:|---:|---:|---:|")
-    for name in ("phrase", "plain"):
-        m = r["median"][name]
-        row = (m["hwm_ready_mb"], m["hwm_mb"], m["rss_ready_mb"], m["rss_after_mb"])
-        print(f"| {name} | " + " | ".join(f"{v:.1f}" for v in row) + " |")
-    print(
-        f"peak +{r['peak_over_plain_mb']} MB over plain (limit {r['limit_mb']} MB in all), "
-        f"retained after the pass {r['retained_after_pass_mb']} MB: "
-        f"{'PASS' if r['passed'] else 'FAIL'}"
-    )
     print(machine_line(r["machine"]))
+    keys = ("hwm_ready_mb", "hwm_mb", "rss_ready_mb", "rss_after_mb")
+    table(
+        ("daemon", "VmHWM at READY", "VmHWM after the pass", "RSS at READY", "RSS after"),
+        [(name, *(fmt(r["median"][name][k], ".1f") for k in keys)) for name in ("phrase", "plain")],
+        f"pre-render memory, {len(r['rounds'])} round(s), medians (MB):",
+    )
+    peak = r["median"]["phrase"]["hwm_mb"]
+    checks = [
+        target(
+            f"the phrase daemon's peak < {r['limit_mb']} MB",
+            f"{peak} MB (+{r['peak_over_plain_mb']} over plain)",
+            peak < r["limit_mb"],
+            failed="FAIL",
+        ),
+        target(
+            f"RSS after the pass within {RETAINED_LIMIT_MB:.0f} MB of plain's",
+            f"{r['retained_after_pass_mb']} MB",
+            r["retained_after_pass_mb"] < RETAINED_LIMIT_MB,
+            failed="FAIL",
+        ),
+    ]
+    print_targets(checks)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -133,10 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.idle <= 0:
         parser.error("--rounds and --idle must be positive")
-    stop_on_signals()
-    result = run(args)
-    emit(result, args.out, args.json, print_report)
-    return 0 if result["passed"] else 1
+    return run_and_emit(run, args, print_report, passed=lambda result: bool(result["passed"]))
 
 
 if __name__ == "__main__":

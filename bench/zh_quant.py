@@ -1,6 +1,6 @@
 """INT8 options for the Mandarin two-stage voice (FastSpeech2 + Multi-band MelGAN), measured.
 
-    python bench/zh_quant.py [--voice DIR] [--work /tmp/zh_quant] [--rounds 5]
+    python -m bench.zh_quant [--voice DIR] [--work /tmp/zh_quant] [--rounds 5]
         [--options a-ref,b-dyn-u8,...] [--rss] [--out results.json] [--json]
 
 The rule is "INT8 where it helps, measured". The options, built into --work from the
@@ -52,7 +52,6 @@ loads the two sessions and speaks three sentences (MB = 10^6 bytes).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -66,15 +65,22 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from bench import workers
+from bench.procmem import proc_status
+from bench.report_io import (
+    MB,
+    add_output_options,
+    fmt,
+    log,
+    machine_info,
+    machine_line,
+    run_and_emit,
+    table,
+)
+from tests.support.rootfs import ci_cache
 
-from daemon_rig import machine_info, machine_line  # noqa: E402 - bench/ is the script's own directory
-from report_io import add_output_options, emit  # noqa: E402
-
-DEFAULT_VOICE_DIR = Path("/var/cache/edge-tts-ci/voices/zh-baker")
-MB = 1e6
+# The Mandarin voice as imported, where the tests' `mandarin_voice` fixture builds it.
+DEFAULT_VOICE_DIR = ci_cache() / "voices" / "zh-baker"
 
 EVALUATION = (
     "前方路口请左转。",
@@ -112,10 +118,6 @@ VOCODER_OUTPUT_STAGE = ("sequential_4/conv1d_25/", "conv1d;PartitionedCall/")
 STACKS_01 = ("sequential_4/conv1d/", "residual_stack_._0.", "residual_stack_._1.")
 
 FloatArray = npt.NDArray[np.float32]
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 # --- the options ----------------------------------------------------------------------------
@@ -410,8 +412,8 @@ def open_pipeline(option: Option, voice: Path, work: Path) -> Pipeline:
 
     config = voice_dir.read_config(voice)
 
-    def session(path: Path, noqdq: bool = False) -> Any:
-        options = session_options(2)
+    def session(path: Path, noqdq: bool = False, nchwc: bool = True) -> Any:
+        options = session_options(2, nchwc)
         if noqdq:
             options.add_session_config_entry("session.disable_quant_qdq", "1")
         return onnxruntime.InferenceSession(
@@ -425,7 +427,7 @@ def open_pipeline(option: Option, voice: Path, work: Path) -> Pipeline:
     )
     vocoder_path = voice / "vocoder.onnx" if option.vocoder == "ref" else work / option.vocoder_file
     acoustic = session(acoustic_path, option.acoustic == "noqdq")
-    vocoder_session = session(vocoder_path)
+    vocoder_session = session(vocoder_path, nchwc=False)  # as TwoStageVoice's vocoder
     vocoder = WindowedVocoder(
         vocoder_session,
         config.vocoder.inputs["mel"],
@@ -433,23 +435,11 @@ def open_pipeline(option: Option, voice: Path, work: Path) -> Pipeline:
         config.sample_rate,
         probe_context(vocoder_path.read_bytes(), config, 2),
     )
-    names = config.acoustic.inputs
-    one = np.array([1.0], np.float32)
-
-    def feeds(ids: list[int], speed: float = 1.0) -> dict[str, Any]:
-        return {
-            names["ids"]: np.array([ids], np.int32),
-            names["speaker"]: np.array([0], np.int32),
-            names["speed"]: np.array([speed], np.float32),
-            names["f0"]: one,
-            names["energy"]: one,
-        }
-
     return Pipeline(
         option,
         acoustic,
         vocoder,
-        feeds,
+        feeder(voice),
         config.acoustic.outputs["mel"],
         config.acoustic.outputs["durations"],
     )
@@ -603,57 +593,48 @@ def rss_worker(args: argparse.Namespace) -> int:
     pipe = open_pipeline(BY_NAME[args.rss_worker], args.voice, args.work)
     for ids in sentence_ids(args.voice, EVALUATION[:3]):
         pipe.timed(ids)
-    status = Path("/proc/self/status").read_text()
-    kib = {
-        ln.split(":")[0]: int(ln.split()[1])
-        for ln in status.splitlines()
-        if ln.startswith(("VmRSS", "VmHWM"))
-    }
-    print(
-        json.dumps(
-            {
-                "rss_mb": round(kib["VmRSS"] * 1024 / MB, 1),
-                "peak_mb": round(kib["VmHWM"] * 1024 / MB, 1),
-            }
-        )
-    )
+    status = proc_status("self")
+    workers.reply(rss_mb=round(status["VmRSS"], 1), peak_mb=round(status["VmHWM"], 1))
     return 0
 
 
 def rss(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in names:
-        argv = [sys.executable, str(Path(__file__).resolve()), "--rss-worker", name]
-        argv += ["--voice", str(args.voice), "--work", str(args.work)]
-        done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=REPO)
-        lines = done.stdout.strip().splitlines()
-        out[name] = (
-            json.loads(lines[-1])
-            if done.returncode == 0 and lines
-            else {"error": done.stderr[-300:]}
-        )
+        paths = ("--voice", str(args.voice), "--work", str(args.work))
+        try:
+            out[name] = workers.run("bench.zh_quant", "--rss-worker", name, *paths)
+        except subprocess.CalledProcessError as err:
+            out[name] = {"error": str(err.stderr)[-300:]}
     return out
 
 
 # --- main -------------------------------------------------------------------------------
 
 
-def acoustic_feeds(voice: Path, sentences: Sequence[str]) -> list[dict[str, Any]]:
-    """The acoustic model's inputs for each sentence (one chunk each)."""
+def feeder(voice: Path) -> Callable[..., dict[str, Any]]:
+    """The acoustic model's inputs for one chunk's ids: (ids, speed=1.0), speaker 0."""
     from edge_tts.voice import voice_dir
 
     names = voice_dir.read_config(voice).acoustic.inputs
     one = np.array([1.0], np.float32)
-    return [
-        {
+
+    def feeds(ids: list[int], speed: float = 1.0) -> dict[str, Any]:
+        return {
             names["ids"]: np.array([ids], np.int32),
             names["speaker"]: np.array([0], np.int32),
-            names["speed"]: one,
+            names["speed"]: np.array([speed], np.float32),
             names["f0"]: one,
             names["energy"]: one,
         }
-        for ids in sentence_ids(voice, sentences)
-    ]
+
+    return feeds
+
+
+def acoustic_feeds(voice: Path, sentences: Sequence[str]) -> list[dict[str, Any]]:
+    """The acoustic model's inputs for each sentence (one chunk each)."""
+    feeds = feeder(voice)
+    return [feeds(ids) for ids in sentence_ids(voice, sentences)]
 
 
 def calibration_mels(voice: Path) -> list[FloatArray]:
@@ -730,53 +711,54 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def print_report(r: dict[str, Any]) -> None:
-    m = r["machine"]
     print(
         f"Mandarin voice, INT8 options vs as imported: {r['sentences']} sentences, "
         f"{r['rounds']} speed rounds, interleaved"
     )
-    print(machine_line(m))
+    print(machine_line(r["machine"]))
     for name, err in r["not_built"].items():
         print(f"  {name}: not built: {err}")
-    print(
-        f"{'option':<12} {'speed':>6} {'(min-max)':>11} {'acoust.':>7} {'vocod.':>7} {'RTF':>6} "
-        f"{'dist':>6} {'max':>6} {'SNR dB':>7} {'dur':>6} {'worst':>6} {'durs chg':>8} {'MB':>6} "
-        f"{'p5 dB':>6} {'window':>6}"
-    )
+    rows = []
     for name in r["options"]:
         s, q = r["speed"][name], r["quality"][name]
         option = BY_NAME[name]
-        mb = r["files"].get(option.acoustic_file, {}).get("mb", 0) + r["files"].get(
-            option.vocoder_file, {}
-        ).get("mb", 0)
-        snr = q["snr_db_median"]
-        print(
-            f"{name:<12} {s['total_ratio']:>6.3f} "
-            f"{s['total_ratio_min']:>5.2f}-{s['total_ratio_max']:<5.2f} "
-            f"{s['acoustic_ratio']:>7.3f} {s['vocoder_ratio']:>7.3f} {s['rtf_median']:>6.3f} "
-            f"{q['distance_mean']:>6.3f} {q['distance_max']:>6.3f} "
-            f"{snr if isinstance(snr, str) else format(snr, '.1f'):>7} "
-            f"{q['duration_ratio_mean']:>6.3f} {q['duration_worst']:>6.3f} "
-            f"{fmt(q['durations_changed']):>8} {mb:>6.1f} "
-            f"{fmt(q.get('floor_p5_dbfs')):>6} {fmt(r['vocoder_context'].get(name)):>6}"
-        )
-    print(
-        "  window: the vocoder context WindowedVocoder.probe_context finds (frames); '-': "
-        "windows do not reproduce whole-chunk output, so the daemon vocodes whole chunks"
-    )
-    for name, value in r["quality"]["reference pairs"].items():
-        print(f"  reference: {name}: distance {value}")
-    if "rss" in r:
-        print(
-            "  RSS (fresh process, 3 sentences): "
-            + ", ".join(
-                f"{n} {v.get('rss_mb')} (peak {v.get('peak_mb')})" for n, v in r["rss"].items()
+        files = r["files"]
+        mb = files.get(option.acoustic_file, {}).get("mb", 0)
+        mb += files.get(option.vocoder_file, {}).get("mb", 0)
+        rows.append(
+            (
+                name,
+                fmt(s["total_ratio"], ".3f"),
+                f"{s['total_ratio_min']:.2f}-{s['total_ratio_max']:.2f}",
+                fmt(s["acoustic_ratio"], ".3f"),
+                fmt(s["vocoder_ratio"], ".3f"),
+                fmt(s["rtf_median"], ".3f"),
+                fmt(q["distance_mean"], ".3f"),
+                fmt(q["distance_max"], ".3f"),
+                fmt(q["snr_db_median"]),
+                fmt(q["duration_ratio_mean"], ".3f"),
+                fmt(q["duration_worst"], ".3f"),
+                q["durations_changed"],
+                fmt(mb, ".1f"),
+                q.get("floor_p5_dbfs"),
+                r["vocoder_context"].get(name),
             )
         )
-
-
-def fmt(value: Any) -> str:
-    return "-" if value is None else str(value)
+    headers = ("option", "speed", "(min-max)", "acoustic", "vocoder", "RTF", "dist", "max",
+               "SNR dB", "dur", "worst", "durs chg", "MB", "p5 dB", "window")  # fmt: skip
+    table(headers, rows)
+    print(
+        "window: the vocoder context WindowedVocoder.probe_context finds (frames); '-': "
+        "windows do not reproduce whole-chunk output, so the daemon vocodes whole chunks\n"
+    )
+    table(("reference pair", "distance"), list(r["quality"]["reference pairs"].items()))
+    if "rss" in r:
+        rss = r["rss"].items()
+        table(
+            ("option", "RSS MB", "peak MB", "error"),
+            [(n, v.get("rss_mb"), v.get("peak_mb"), v.get("error")) for n, v in rss],
+            "RSS, a fresh process speaking 3 sentences:",
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -802,8 +784,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [n for n in args.options if n not in BY_NAME]
     if unknown:
         parser.error(f"unknown options {unknown}")
-    emit(run(args), args.out, args.json, print_report)
-    return 0
+    return run_and_emit(run, args, print_report)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """What the Mandarin vocoder's windows cost: the daemon's windowing vs whole chunks vs a
 proposal (larger windows after the first), side by side.
 
-    python bench/zh_windows.py [--voice DIR] [--rounds 3] [--smallest 96] [--out FILE] [--json]
+    python -m bench.zh_windows [--voice DIR] [--rounds 3] [--smallest 96] [--out FILE] [--json]
 
 The vocoder (Multi-band MelGAN) needs its receptive field, 31 frames, of context on each
 side of a window (edge_tts/voice/vocoder_probe.py's `probe_context`), so a window of n frames
@@ -12,9 +12,10 @@ one whole-chunk run. The proposal, measured here without changing the runtime: a
 short first window, at least `--smallest` frames per window (the same policy otherwise).
 
 Mels: the acoustic model (as imported) on bench/zh_quant.py's 15 evaluation sentences.
-All three ways run in one process after `share_runtime(2)` with the daemon's session
-options, interleaved per sentence with the order rotating; per round the ratio
-whole-chunk time / way's time (1 = as fast as one whole-chunk run).
+All three ways run in one process after `share_runtime(2)`, on bench/zh_quant.py's
+sessions of the voice as imported (the daemon's session options), interleaved per
+sentence with the order rotating; per round the ratio whole-chunk time / way's time (1 =
+as fast as one whole-chunk run).
 """
 
 from __future__ import annotations
@@ -28,12 +29,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from report_io import emit  # noqa: E402 - bench/ is the script's own directory
-from zh_quant import DEFAULT_VOICE_DIR, EVALUATION, acoustic_feeds  # noqa: E402
+from bench.report_io import add_output_options, log, run_and_emit, table
+from bench.zh_quant import BY_NAME, DEFAULT_VOICE_DIR, EVALUATION, open_pipeline, sentence_ids
 
 
 def proposal(vocoder: Any, mel: Any, first: int, smallest: int, frame_s: float) -> list[int]:
@@ -58,32 +55,16 @@ def proposal(vocoder: Any, mel: Any, first: int, smallest: int, frame_s: float) 
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    import onnxruntime
-
     from edge_tts.voice import voice_dir
-    from edge_tts.voice.model import session_options, share_runtime
-    from edge_tts.voice.vocoder import WindowedVocoder
-    from edge_tts.voice.vocoder_probe import probe_context
+    from edge_tts.voice.model import share_runtime
     from edge_tts.voice.windowed import FIRST_WINDOW_FRAMES
 
     load_before = os.getloadavg()
     config = voice_dir.read_config(args.voice)
-    acoustic = onnxruntime.InferenceSession(
-        str(args.voice / "acoustic.onnx"), providers=["CPUExecutionProvider"]
-    )
-    mel_name = config.acoustic.outputs["mel"]
-    mels = [acoustic.run([mel_name], f)[0] for f in acoustic_feeds(args.voice, EVALUATION)]
     share_runtime(2)
-    model = (args.voice / "vocoder.onnx").read_bytes()
-    session = onnxruntime.InferenceSession(
-        model,
-        sess_options=session_options(2, nchwc=False),  # as TwoStageVoice's vocoder
-        providers=["CPUExecutionProvider"],
-    )
-    context = probe_context(model, config, 2)
-    vocoder = WindowedVocoder(
-        session, config.vocoder.inputs["mel"], config.hop_length, config.sample_rate, context
-    )
+    stages = open_pipeline(BY_NAME["a-ref"], args.voice, args.voice)
+    mels = [stages.mel(ids)[0] for ids in sentence_ids(args.voice, EVALUATION)]
+    vocoder, context = stages.vocoder, stages.vocoder.context
     frame_s = config.hop_length / config.sample_rate
     first = FIRST_WINDOW_FRAMES
 
@@ -114,7 +95,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 windows[name].append(len(sizes))
         for name in ratios:
             ratios[name].append(spent["whole chunk"] / spent[name])
-        print(f"round {round_ + 1}: {spent}", file=sys.stderr, flush=True)
+        log(f"round {round_ + 1}: {spent}")
     return {
         "benchmark": "zh_windows",
         "context_frames": context,
@@ -138,16 +119,15 @@ def print_report(r: dict[str, Any]) -> None:
     print(
         f"Mandarin vocoder windows: {r['sentences']} sentences ({min(r['frames'])}-"
         f"{max(r['frames'])} frames), context {r['context_frames']} frames, first window "
-        f"{r['first_window_frames']}; load average {r['loadavg_start']} -> {r['loadavg_end']}"
+        f"{r['first_window_frames']}; load average {r['loadavg_start']} -> {r['loadavg_end']}\n"
     )
-    for name, ratio in r["speed_vs_whole"].items():
-        rounds = ", ".join(str(x) for x in r["speed_vs_whole_rounds"][name])
-        print(
-            f"  {name:<14} speed vs whole chunk {ratio:.3f} (rounds {rounds}), "
-            f"{r['windows_per_sentence'][name]} windows per sentence"
-        )
-    for name, sizes in r["example_windows"].items():
-        print(f"  e.g. {r['frames'][3]} frames, {name}: {sizes}")
+    rows = [
+        (name, f"{ratio:.3f}", r["speed_vs_whole_rounds"][name], r["windows_per_sentence"][name])
+        for name, ratio in r["speed_vs_whole"].items()
+    ]
+    table(("way", "speed vs whole chunk", "rounds", "windows per sentence"), rows)
+    examples = list(r["example_windows"].items())
+    table(("way", f"windows of a {r['frames'][3]}-frame mel"), examples)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -157,11 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--smallest", type=int, default=96, help="proposal: frames per window after the first"
     )
-    parser.add_argument("--out", type=Path, help="write the results as JSON here")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
-    args = parser.parse_args(argv)
-    emit(run(args), args.out, args.json, print_report)
-    return 0
+    add_output_options(parser)
+    return run_and_emit(run, parser.parse_args(argv), print_report)
 
 
 if __name__ == "__main__":

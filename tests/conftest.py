@@ -19,15 +19,10 @@ from edge_tts.voice import files
 from edge_tts.voice.model import Voice
 
 from .support.broker import Broker
-from .support.rootfs import CACHE as CI_CACHE
+from .support.rootfs import ci_cache
 from .support.soundcard import VirtualSoundCard
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO / "edge_tts" / "voice" / "data" / "evaluation_en.txt"
-
-
-def corpus_lines() -> list[str]:
-    return [line.strip() for line in CORPUS.read_text("utf-8").splitlines() if line.strip()]
 
 
 @pytest.fixture(scope="session")
@@ -92,14 +87,6 @@ def broker(workdir: Path) -> Iterator[Broker]:
     """A real Mosquitto on a free loopback port, stopped also when the test fails."""
     with Broker(workdir) as b:
         yield b
-
-
-def ci_cache() -> Path:
-    """Where builds survive between CI runs on this machine: $EDGE_TTS_CI_CACHE (as root,
-    /var/cache/edge-tts-ci by default), else the user's own cache."""
-    if os.geteuid() == 0 or "EDGE_TTS_CI_CACHE" in os.environ:
-        return CI_CACHE
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edge-tts-ci"
 
 
 @pytest.fixture(scope="session")

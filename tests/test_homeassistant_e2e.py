@@ -32,10 +32,11 @@ from edge_tts.homeassistant.discovery import (
     unique_id,
 )
 
-from .conftest import ci_cache, run_cli
+from .conftest import run_cli
 from .support.broker import Broker, Recorder
 from .support.daemon_proc import DaemonProcess, daemon_config
 from .support.homeassistant import HomeAssistant, ha_venv, wait_for
+from .support.rootfs import ci_cache
 from .support.waiting import REQUEST_TIMEOUT_S, wait_until
 
 pytestmark = pytest.mark.slow

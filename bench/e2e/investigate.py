@@ -14,7 +14,7 @@ import statistics
 import time
 from typing import Any
 
-from daemon_rig import log
+from bench.report_io import log
 
 from .knobs import SWEEP
 from .phases import ttfa_stats

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tests.support.daemon_proc import merge_sections
+
 RATE = 22050
 
 
@@ -29,13 +31,12 @@ class Knobs:
         return any(v is not None for v in (self.lookahead, self.mem_pattern))
 
     def settings(self, device: str, overrides: dict[str, Any]) -> dict[str, Any]:
-        """The daemon's config: preload, INFO logs, these knobs, then `overrides`
-        (whole sections merged key by key)."""
+        """The daemon's settings (over the launcher's: bench/daemon_rig.py): these knobs,
+        then `overrides` (whole sections merged key by key)."""
         settings: dict[str, Any] = {
             "device_id": device,
-            "log_level": "INFO",
             "telemetry": {"interval": 2},
-            "synthesis": {"preload": True},
+            "synthesis": {},
             "audio": {},
             # These phases measure synthesis, and repeat their texts: with the phrase cache
             # the repeats would be hits (bench/cache.py measures the cache).
@@ -49,12 +50,7 @@ class Knobs:
             settings["synthesis"]["first_chunk_chars"] = self.first_chunk_chars
         if self.max_concurrent is not None:
             settings["synthesis"]["max_concurrent"] = self.max_concurrent
-        for key, value in overrides.items():
-            if isinstance(value, dict) and isinstance(settings.get(key), dict):
-                settings[key] = {**settings[key], **value}
-            else:
-                settings[key] = value
-        return settings
+        return merge_sections(settings, overrides)
 
     def describe(self) -> str:
         parts = []

@@ -8,8 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from daemon_rig import log, stats
-
+from bench.report_io import log, stats
 from tests.support.broker import Recorder
 from tests.support.texts import LONG_TEXTS
 

@@ -10,82 +10,26 @@ daemon had it), `started`, and `finished` (`time_to_first_audio_ms`, `stages_ms`
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from daemon_rig import MB, SetDaemon, log, voice_check
-
+from bench.daemon_rig import running, voice_check
+from bench.report_io import MB
 from edge_tts.messages.events import FINAL_KINDS
 from tests.support.broker import Broker, Recorder
-from tests.support.daemon_proc import daemon_config
+from tests.support.daemon_proc import DaemonProcess
+from tests.support.soundcard import VirtualSoundCard
 
 from .knobs import RATE, Knobs
 from .shim import SHIM_ENV
 
-# Loaded at run time: mypy would check tests/support/soundcard.py too, and flags its one
-# `type: ignore` as unused under this project's strict settings.
-_soundcard: Any = importlib.import_module("tests.support.soundcard")
-
-SHIM = Path(__file__).resolve().with_name("shim.py")
 LOUD = 300  # int16 threshold, as VirtualSoundCard.first_sound_time
 SETTLE_S = 0.7  # after `finished`: the tail still in ALSA/PulseAudio comes out first
-
-
-class Card:
-    """tests/support/soundcard.py's VirtualSoundCard, plus sample-accurate onsets and, for the
-    knob sweep, another sink format (the helper's pa.pa, rewritten before PulseAudio starts)."""
-
-    def __init__(self, root: Path, rate: int = RATE, channels: int = 1) -> None:
-        self.inner: Any = _soundcard.VirtualSoundCard(root, rate=rate)
-        self.rate = rate
-        self.channels = channels
-        if channels != 1:
-            spawn = self.inner._spawn
-
-            def spawn_stereo(env: dict[str, str], log: IO[bytes]) -> Any:
-                pa = root / "pa.pa"
-                pa.write_text(pa.read_text().replace("channels=1", f"channels={channels}"))
-                return spawn(env, log)
-
-            self.inner._spawn = spawn_stereo
-
-    def start(self) -> None:
-        self.inner.start()
-
-    def stop(self) -> None:
-        self.inner.stop()
-
-    @property
-    def env(self) -> dict[str, str]:
-        return dict(self.inner.env)
-
-    def mark(self) -> int:
-        return int(self.inner.mark())
-
-    def onset(self, since: int, threshold: int = LOUD) -> tuple[float, float] | None:
-        """(first_sound_time: when the block holding the first sample above `threshold`
-        was read, that time + the sample's offset in its block = when it plays)."""
-        import numpy as np
-
-        stamp = self.inner.first_sound_time(since, threshold)
-        if stamp is None:
-            return None
-        with self.inner._lock:
-            chunks = list(self.inner._chunks[since:])
-        for at, chunk in chunks:
-            if at != stamp:
-                continue
-            samples = np.frombuffer(chunk[: len(chunk) // 2 * 2], dtype="<i2")
-            loud = np.flatnonzero(np.abs(samples.astype(np.int32)) > threshold)
-            if loud.size:
-                return float(stamp), float(stamp) + int(loud[0]) // self.channels / self.rate
-        return float(stamp), float(stamp)
 
 
 class Events:
@@ -141,20 +85,20 @@ class Events:
 class Rig:
     """Broker, sound cards and recorder; `daemon()` starts one daemon for a `with`."""
 
-    def __init__(self, root: Path, data_dir: Path) -> None:
+    def __init__(self, root: Path) -> None:
         self.root = root
-        self.data_dir = data_dir
         self.broker = Broker(root)
         self.broker.start()
         self.rec = Recorder(self.broker.port, ["edge-tts/#"])
-        self.cards: dict[tuple[int, int], Card] = {}
+        self.cards: dict[tuple[int, int], VirtualSoundCard] = {}
         self.runs = 0
         self.voice: str | None = None  # which model the first daemon loaded
 
-    def card(self, rate: int = RATE, channels: int = 1) -> Card:
+    def card(self, rate: int = RATE, channels: int = 1) -> VirtualSoundCard:
         key = (rate, channels)
         if key not in self.cards:
-            card = Card(Path(tempfile.mkdtemp(prefix="vc", dir=self.root)), rate, channels)
+            root = Path(tempfile.mkdtemp(prefix="vc", dir=self.root))
+            card = VirtualSoundCard(root, rate, channels)
             card.start()
             self.cards[key] = card
         return self.cards[key]
@@ -165,35 +109,24 @@ class Rig:
         `edge-ttsd run --set`: they win over the config file); READY when it yields."""
         self.runs += 1
         device = f"bench{self.runs}"
-        home = self.root / f"d{self.runs}"
-        home.mkdir()
-        settings = knobs.settings(device, overrides)
-        config = daemon_config(home, self.broker.port, **settings)
         card = self.card(knobs.sink_rate, knobs.sink_channels)
-        env = {**card.env, "EDGE_TTS_DATA_DIR": str(self.data_dir)}
+        env = dict(card.env)
         if knobs.pulse_latency_msec is not None:
             env["PULSE_LATENCY_MSEC"] = str(knobs.pulse_latency_msec)
-        entry: tuple[str, ...] = ("-m", "edge_tts")
+        module = "edge_tts"
         if knobs.needs_shim:
             shim = {"lookahead": knobs.lookahead, "mem_pattern": knobs.mem_pattern}
             env[SHIM_ENV] = json.dumps(shim)
-            entry = (str(SHIM),)
-        proc = SetDaemon(home, config, env, sets, entry)
-        proc.start()
-        running = Daemon(self, device, proc, card, knobs)
-        try:
-            proc.wait_ready(timeout=120)
+            module = "bench.e2e.shim"
+        home = self.root / f"d{self.runs}"
+        settings = knobs.settings(device, overrides)
+        with running(
+            home, self.broker.port, settings, env=env, sets=sets, module=module, ready_timeout=120
+        ) as proc:
+            daemon = Daemon(self, device, proc, card, knobs)
             if self.voice is None:
-                self.voice = running.voice_check()
-            yield running
-        except BaseException:
-            log(f"--- daemon log ({home / 'daemon.log'}) ---\n{proc.log()[-3000:]}")
-            raise
-        finally:
-            if proc.running():
-                with contextlib.suppress(Exception):
-                    proc.terminate(timeout=15)
-            proc.close()
+                self.voice = daemon.voice_check()
+            yield daemon
 
     def close(self) -> None:
         self.rec.close()
@@ -206,8 +139,8 @@ class Rig:
 class Daemon:
     rig: Rig
     device: str
-    proc: SetDaemon
-    card: Card
+    proc: DaemonProcess
+    card: VirtualSoundCard
     knobs: Knobs
     events: Events = field(init=False)
     counter: int = 0
@@ -246,12 +179,12 @@ class Daemon:
         self, rid: str, text: str, sent: float, mark: int, sent_wall: float | None = None
     ) -> dict[str, Any]:
         stamp, event = self.events.final[rid]
-        onset = self.card.onset(mark)
+        onset = self.card.first_sound(mark, LOUD)
         deadline = time.monotonic() + 2
         while onset is None and time.monotonic() < deadline:
             time.sleep(0.05)
-            onset = self.card.onset(mark)
-        first = self.card.onset(mark, threshold=0)  # the utterance's first non-zero sample
+            onset = self.card.first_sound(mark, LOUD)
+        first = self.card.first_sound(mark, threshold=0)  # the utterance's first sample
         queued = self.events.queued_ts.get(rid)
         return {
             "id": rid,

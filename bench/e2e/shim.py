@@ -1,5 +1,5 @@
 """`edge-ttsd` with the two knobs no setting reaches, for bench/daemon_e2e.py's sweeps:
-`python bench/e2e/shim.py run --config F [--set K=V ...]`, with EDGE_TTS_BENCH_SHIM =
+`python -m bench.e2e.shim run --config F [--set K=V ...]`, with EDGE_TTS_BENCH_SHIM =
 {"lookahead": N | null, "mem_pattern": bool | null} in the environment.
 
 It sets public module attributes before the daemon starts, and nothing else:
@@ -12,12 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 from typing import Any
-
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 SHIM_ENV = "EDGE_TTS_BENCH_SHIM"
 

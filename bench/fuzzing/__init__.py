@@ -1,2 +1,2 @@
-"""bench/fuzz.py's parts: the payloads (case, texts, junk, mix), the MQTT 5 client, the
-run that sends them and matches every answer, and the report."""
+"""bench/fuzz.py's parts: the payloads (case, text_cases, junk, mix), the MQTT 5 client, the
+lanes that send them, the answers matched to them, and the findings."""

@@ -9,12 +9,11 @@ import time
 from collections import Counter, OrderedDict
 from typing import Any
 
-from daemon_rig import Rig
-
+from bench.daemon_rig import Rig
 from edge_tts.messages.events import FINAL_KINDS
 
 from .case import Case
-from .client import Client, Inbound
+from .mqtt5_client import Client, Inbound
 
 # The daemon remembers the keys of its last 1,000 distinct plays (edge_tts/speech/dedupe.py,
 # PlayedStore; the key is id + text, or topic + payload without an id): the same id and

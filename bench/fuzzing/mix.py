@@ -6,7 +6,7 @@ import json
 import random
 from collections.abc import Callable
 
-from . import junk, texts
+from . import junk, text_cases
 from .case import NONE, Case
 
 Generator = Callable[[random.Random, str, "Context"], Case]
@@ -21,13 +21,13 @@ class Context:
 
 # (class, weight, generator(rng, rid, ctx)); about 30 % of the payloads are spoken.
 CLASSES: list[tuple[str, float, Generator]] = [
-    ("valid", 9, lambda rng, rid, _: texts.g_valid(rng, rid)),
-    ("valid_plain", 2, lambda rng, rid, _: texts.g_valid_plain(rng, rid)),
-    ("expiring", 2, lambda rng, rid, _: texts.g_expiring(rng, rid)),
-    ("unicode", 3, lambda rng, rid, _: texts.g_unicode(rng, rid)),
-    ("control", 4, lambda rng, rid, _: texts.g_control(rng, rid)),
+    ("valid", 9, lambda rng, rid, _: text_cases.g_valid(rng, rid)),
+    ("valid_plain", 2, lambda rng, rid, _: text_cases.g_valid_plain(rng, rid)),
+    ("expiring", 2, lambda rng, rid, _: text_cases.g_expiring(rng, rid)),
+    ("unicode", 3, lambda rng, rid, _: text_cases.g_unicode(rng, rid)),
+    ("control", 4, lambda rng, rid, _: text_cases.g_control(rng, rid)),
     ("random_bytes", 9, lambda rng, rid, _: junk.g_random_bytes(rng, rid)),
-    ("random_text", 1, lambda rng, rid, _: texts.g_random_text(rng, rid)),
+    ("random_text", 1, lambda rng, rid, _: text_cases.g_random_text(rng, rid)),
     ("invalid_utf8", 7, lambda rng, rid, _: junk.g_invalid_utf8(rng, rid)),
     ("malformed_json", 12, lambda rng, rid, _: junk.g_malformed(rng, rid)),
     ("deep_nesting", 5, lambda rng, rid, _: junk.g_deep(rng, rid)),
@@ -35,12 +35,12 @@ CLASSES: list[tuple[str, float, Generator]] = [
     ("wrong_type", 16, lambda rng, rid, _: junk.g_wrong_type(rng, rid)),
     ("unknown_field", 5, lambda rng, rid, _: junk.g_unknown_field(rng, rid)),
     ("unknown_voice", 3, lambda rng, rid, _: junk.g_unknown_voice(rng, rid)),
-    ("huge", 3, lambda rng, rid, ctx: texts.g_huge(rng, rid, ctx.limit)),
-    ("long_run", 2, lambda rng, rid, _: texts.g_long_run(rng, rid)),
+    ("huge", 3, lambda rng, rid, ctx: text_cases.g_huge(rng, rid, ctx.limit)),
+    ("long_run", 2, lambda rng, rid, _: text_cases.g_long_run(rng, rid)),
     ("empty", 2, lambda rng, rid, _: junk.g_empty(rng, rid)),
     ("mqtt5_props", 8, lambda rng, rid, _: junk.g_props(rng, rid)),
-    ("retained", 1, lambda rng, rid, _: texts.g_retained(rng, rid)),
-    ("duplicate", 2, lambda rng, rid, ctx: texts.g_duplicate(rng, rid, ctx.seed, ctx.index)),
+    ("retained", 1, lambda rng, rid, _: text_cases.g_retained(rng, rid)),
+    ("duplicate", 2, lambda rng, rid, ctx: text_cases.g_duplicate(rng, rid, ctx.seed, ctx.index)),
 ]
 
 # Each ~2 min of audio (~36 s of synthesis on idle cores): spread over the run, and sent

@@ -6,69 +6,17 @@ synthesized.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..audio.dsp import Resampler, to_pcm16, trim_leading_silence
 from ..audio.pause_gate import PauseGate
-from ..config import SynthesisSettings
-from ..text import EmptyTextError, prepare
 from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.windowed import FIRST_WINDOW_FRAMES
 
 SENTENCE_ENDS = (".", "!", "?", ";")  # after clean(): 。！？； are these
 CLAUSE_ENDS = (",", ":")  # after clean(): ，、： are these
-
-
-@dataclass(frozen=True)
-class AudioChunk:
-    text: str
-    pcm: np.ndarray  # int16, mono
-    sample_rate: int
-    synth_seconds: float
-
-    @property
-    def seconds(self) -> float:
-        return len(self.pcm) / self.sample_rate
-
-    @property
-    def real_time_factor(self) -> float:
-        return self.synth_seconds / self.seconds if len(self.pcm) else 0.0
-
-
-class Synthesizer:
-    """Text → audio chunks in one thread, for tests and benchmarks of the engine itself
-    (the daemon and `say` go through the pipeline)."""
-
-    def __init__(self, voice: SpeechVoice, settings: SynthesisSettings | None = None):
-        self.voice = voice
-        self.settings = settings or SynthesisSettings()  # the config's defaults
-
-    def plan(self, text: str) -> list[str]:
-        """Normalized text chunks; raises EmptyTextError when nothing is speakable."""
-        return prepare(
-            text,
-            language=self.voice.language,
-            max_chunk_chars=self.settings.max_chunk_chars,
-            first_chunk_chars=self.settings.first_chunk_chars,
-        )
-
-    def chunks(self, text: str, options: SpeechOptions | None = None) -> Iterator[AudioChunk]:
-        """Audio in playing order, as soon as each piece is decoded."""
-        options = options or SpeechOptions()
-        self.voice.speaker_id(options.speaker)  # a bad speaker fails before any audio
-        produced = False
-        for index, piece in enumerate(self.plan(text)):
-            started = time.monotonic()
-            for pcm in render(self.voice, piece, options, first=index == 0):
-                produced = True
-                yield AudioChunk(piece, pcm, self.voice.sample_rate, time.monotonic() - started)
-                started = time.monotonic()
-        if not produced:
-            raise EmptyTextError(f"nothing speakable in {text[:40]!r}")
 
 
 def voice_audio(

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -156,17 +156,37 @@ def daemon_config(root: Path, port: int, **overrides: Any) -> dict[str, Any]:
         "telemetry": {"interval": 1},
         "log_level": "DEBUG",
     }
+    return merge_sections(config, overrides)
+
+
+def merge_sections(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `overrides`: a section (a dict in both) merged key by key, anything
+    else replaced."""
+    merged = dict(base)
     for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(config.get(key), dict):
-            config[key] = {**config[key], **value}
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
         else:
-            config[key] = value
-    return config
+            merged[key] = value
+    return merged
 
 
 class DaemonProcess:
-    def __init__(self, root: Path, config: dict[str, Any], env: dict[str, str] | None = None):
+    """`python -m edge_tts run --config F` in `root`. `args` go after the config (e.g.
+    `--set KEY=VALUE` pairs); `module` replaces `edge_tts` with another module that takes
+    the same arguments (a benchmark's wrapper)."""
+
+    def __init__(
+        self,
+        root: Path,
+        config: dict[str, Any],
+        env: dict[str, str] | None = None,
+        args: Sequence[str] = (),
+        module: str = "edge_tts",
+    ):
         self.root = root
+        self.args = list(args)
+        self.module = module
         self.config_path = root / "edge-tts.yaml"
         self.config_path.write_text(yaml.safe_dump(config))
         self.notify = NotifySocket(root / "notify.sock")
@@ -185,9 +205,10 @@ class DaemonProcess:
             "PYTHONUNBUFFERED": "1",
         }
         self._log_start = len(self.log())
+        argv = [sys.executable, "-m", self.module, "run", "--config", str(self.config_path)]
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "edge_tts", "run", "--config", str(self.config_path)],
+                [*argv, *self.args],
                 env=env,
                 cwd=REPO,
                 stdout=log,

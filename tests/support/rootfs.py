@@ -46,6 +46,14 @@ PLAYBOOK_TIMEOUT_S = 1800
 VENV = "/opt/edge-tts/venv"  # where the playbook installs the daemon
 
 
+def ci_cache() -> Path:
+    """Where builds survive between CI runs on this machine: $EDGE_TTS_CI_CACHE (as root,
+    /var/cache/edge-tts-ci by default), else the user's own cache."""
+    if os.geteuid() == 0 or "EDGE_TTS_CI_CACHE" in os.environ:
+        return CACHE
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edge-tts-ci"
+
+
 def ansible_tool(name: str) -> str:
     """The path of an Ansible command installed beside this python."""
     path = BIN / name

@@ -24,9 +24,10 @@ RATE = 22050
 
 
 class VirtualSoundCard:
-    def __init__(self, root: Path, rate: int = RATE):
+    def __init__(self, root: Path, rate: int = RATE, channels: int = 1):
         self.root = root
         self.rate = rate
+        self.channels = channels  # the sink's format: what the sound server mixes down to
         self.socket = root / "native"
         self.fifo = root / "cap.fifo"
         self._proc: subprocess.Popen[bytes] | None = None
@@ -48,7 +49,7 @@ class VirtualSoundCard:
         (self.root / "pa.pa").write_text(
             f"load-module module-native-protocol-unix auth-anonymous=1 socket={self.socket}\n"
             f"load-module module-pipe-sink file={self.fifo} sink_name=cap format=s16le "
-            f"rate={self.rate} channels=1 use_system_clock_for_timing=yes\n"
+            f"rate={self.rate} channels={self.channels} use_system_clock_for_timing=yes\n"
             "set-default-sink cap\n"
         )
         server = f'"unix:{self.socket}"'
@@ -171,12 +172,20 @@ class VirtualSoundCard:
 
     def first_sound_time(self, since: int = 0, threshold: int = 300) -> float | None:
         """Monotonic time at which a non-silent chunk came out of the sound server."""
+        found = self.first_sound(since, threshold)
+        return None if found is None else found[0]
+
+    def first_sound(self, since: int = 0, threshold: int = 300) -> tuple[float, float] | None:
+        """When the first chunk after `since` with a sample above `threshold` came out of
+        the sound server (monotonic), and when that sample played: the chunk's time plus
+        the sample's offset in it (the sink writes a chunk at the start of its span)."""
         with self._lock:
             chunks = list(self._chunks[since:])
         for stamp, chunk in chunks:
             samples = np.frombuffer(chunk[: len(chunk) // 2 * 2], dtype="<i2")
-            if samples.size and int(np.abs(samples.astype(np.int32)).max()) > threshold:
-                return stamp
+            loud = np.flatnonzero(np.abs(samples.astype(np.int32)) > threshold)
+            if loud.size:
+                return stamp, stamp + int(loud[0]) // self.channels / self.rate
         return None
 
     def stop(self) -> None:

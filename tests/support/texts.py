@@ -1,6 +1,17 @@
-"""Announcements shared by the tests and the benchmarks (bench/e2e/phases.py)."""
+"""Announcements shared by the tests and the benchmarks (bench/e2e/phases.py), and the
+packaged evaluation corpus both speak."""
 
 from __future__ import annotations
+
+from importlib.resources import files
+
+
+def evaluation_lines() -> list[str]:
+    """The English evaluation corpus (edge_tts/voice/data/evaluation_en.txt), one
+    announcement a line."""
+    text = files("edge_tts.voice").joinpath("data", "evaluation_en.txt").read_text("utf-8")
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
 
 # Long first sentences, several chunks each: the clause splitter must keep the first chunk
 # short, and pre-rendering them keeps the pre-renderer busy for a while.

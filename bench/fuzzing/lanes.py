@@ -20,12 +20,13 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from daemon_rig import Rig, log
+from bench.daemon_rig import Rig
+from bench.report_io import log
 
 from .answers import Ledger
 from .case import Case
-from .client import Client
 from .mix import make_case
+from .mqtt5_client import Client
 
 HEAVY_TIMEOUT_S = 600.0
 SAMPLE_EVERY = 100  # payloads between RSS samples (and WAV sweeps)

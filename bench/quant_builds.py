@@ -1,6 +1,6 @@
 """Quantized builds against FP32 in one interleaved run: speed, distance, pause floor.
 
-    python bench/polyphase.py --model static-fast=PATH --model pp-ups01=PATH [--rounds 3]
+    python -m bench.quant_builds --model static-fast=PATH --model pp-ups01=PATH [--rounds 3]
 
 Whole-graph sessions (the daemon's session options), deterministic synthesis (noise
 scales 0) of the packaged evaluation sentences. Every model speaks each sentence in
@@ -19,19 +19,18 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from edge_tts.audio.pause_gate import PauseGate  # noqa: E402
-from edge_tts.voice import files  # noqa: E402
-from edge_tts.voicebuild import quality  # noqa: E402
-from edge_tts.voicebuild.calibration import sentence_ids  # noqa: E402
+from bench.report_io import add_output_options, log, machine_info, machine_line, run_and_emit, table
+from edge_tts.audio.pause_gate import PauseGate
+from edge_tts.voice import files
+from edge_tts.voicebuild import quality
+from edge_tts.voicebuild.calibration import sentence_ids
 
 FRAME = 512
+RATE = 22050
 
 
 def p5_dbfs(audio: list[np.ndarray]) -> float:
@@ -42,12 +41,7 @@ def p5_dbfs(audio: list[np.ndarray]) -> float:
     return float(np.percentile(np.concatenate(levels), 5))
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", action="append", default=[], metavar="NAME=PATH")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--sentences", type=int, default=0, help="first N (0: all)")
-    args = parser.parse_args()
+def run(args: argparse.Namespace) -> dict[str, Any]:
     voice = files.packaged_fp32()
     models = {"fp32": voice.model} | {
         name: Path(path) for name, path in (spec.split("=", 1) for spec in args.model)
@@ -58,7 +52,7 @@ def main() -> int:
     names = list(sessions)
     for session in sessions.values():  # warm-up
         quality.synthesize(session, ids[0])
-    print(f"load before: {os.getloadavg()}", flush=True)
+    load_before = os.getloadavg()
     times = {name: [0.0] * args.rounds for name in names}
     audio: dict[str, list[np.ndarray]] = {name: [] for name in names}
     turn = 0
@@ -71,27 +65,57 @@ def main() -> int:
                 times[name][rnd] += time.perf_counter() - start
                 if rnd == 0:
                     audio[name].append(out)
-    print(f"load after: {os.getloadavg()}")
-    rate = 22050
-    print(
-        "model | speed vs FP32 (min-max) | dist mean | dist max | worst abs(d-1) "
-        "| p5 dBFS | p5 dBFS gated"
-    )
+        log(f"round {rnd + 1}/{args.rounds}")
+    rows = {}
     for name in names:
         ratios = [f / t for f, t in zip(times["fp32"], times[name], strict=True)]
         comps = [
-            quality.compare(ref, test, rate)
+            quality.compare(ref, test, RATE)
             for ref, test in zip(audio["fp32"], audio[name], strict=True)
         ]
         dist = [c.spectral_distance for c in comps]
-        dev = max(abs(c.duration_ratio - 1) for c in comps)
         gated = [PauseGate().process(piece) for piece in audio[name]]
-        print(
-            f"{name} | {statistics.median(ratios):.3f} ({min(ratios):.2f}-{max(ratios):.2f}) "
-            f"| {statistics.mean(dist):.3f} | {max(dist):.3f} | {dev:.3f} "
-            f"| {p5_dbfs(audio[name]):.1f} | {p5_dbfs(gated):.1f}"
-        )
-    return 0
+        rows[name] = {
+            "speed": round(statistics.median(ratios), 3),
+            "speed_min_max": [round(min(ratios), 2), round(max(ratios), 2)],
+            "distance_mean": round(statistics.mean(dist), 3),
+            "distance_max": round(max(dist), 3),
+            "duration_worst": round(max(abs(c.duration_ratio - 1) for c in comps), 3),
+            "p5_dbfs": round(p5_dbfs(audio[name]), 1),
+            "p5_dbfs_gated": round(p5_dbfs(gated), 1),
+        }
+    return {
+        "benchmark": "quant_builds",
+        "sentences": len(ids),
+        "rounds": args.rounds,
+        "models": {name: str(path) for name, path in models.items()},
+        "rows": rows,
+        "machine": machine_info(load_before),
+    }
+
+
+def print_report(r: dict[str, Any]) -> None:
+    print(f"{r['sentences']} sentences x {r['rounds']} rounds; {machine_line(r['machine'])}")
+    rows = [
+        (name, f"{m['speed']:.3f} ({m['speed_min_max'][0]:.2f}-{m['speed_min_max'][1]:.2f})",
+         m["distance_mean"], m["distance_max"], m["duration_worst"], m["p5_dbfs"],
+         m["p5_dbfs_gated"])
+        for name, m in r["rows"].items()
+    ]  # fmt: skip
+    table(
+        ("model", "speed vs FP32 (min-max)", "dist mean", "dist max", "worst abs(d-1)",
+         "p5 dBFS", "p5 dBFS gated"),
+        rows,
+    )  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", action="append", default=[], metavar="NAME=PATH")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--sentences", type=int, default=0, help="first N (0: all)")
+    add_output_options(parser)
+    return run_and_emit(run, parser.parse_args(), print_report)
 
 
 if __name__ == "__main__":

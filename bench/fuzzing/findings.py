@@ -9,12 +9,12 @@ import re
 from collections import Counter
 from typing import Any
 
-from daemon_rig import fmt, print_log_and_counters, stats, voice_check
-
+from bench.daemon_rig import print_daemon, voice_check
+from bench.report_io import fields, fmt, print_targets, stats, table, target
 from edge_tts.messages.events import FINAL_KINDS
 
 from .case import ALLOWED, Case
-from .run import Fuzz
+from .lanes import Fuzz
 
 PROBLEMS = (
     "no_final_event",
@@ -135,7 +135,7 @@ def describe(args: Any, c: Case) -> dict[str, Any]:
         "payload_bytes": len(c.payload),
         "publish_error": c.publish_error,
         "replay": (
-            f".venv/bin/python bench/fuzz.py --seed {args.seed} --requests {args.requests} "
+            f".venv/bin/python -m bench.fuzz --seed {args.seed} --requests {args.requests} "
             f"--heavy {args.heavy} --cases {c.index}"
             if c.index >= 0
             else None
@@ -144,120 +144,130 @@ def describe(args: Any, c: Case) -> dict[str, Any]:
 
 
 def checks(r: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
     d, pc = r["daemon"], r["problem_counts"]
-
-    def add(name: str, ok: bool, value: str) -> None:
-        out.append({"check": name, "verdict": "PASS" if ok else "FAIL", "value": value})
-
     ev = r["events_topic"]
     surplus = ev["idless_final_events_not_matched_alone"] - ev["idless_answers_on_response_topics"]
-    add(
-        "every payload exactly one final event",
-        pc["no_final_event"] == 0 and pc["several_final_events"] == 0 and surplus == 0,
-        f"{pc['no_final_event']} without, {pc['several_final_events']} with several, "
-        f"{surplus} unmatched id-less",
-    )
-    unexpected = pc["unexpected_kind"]
-    add("final event kinds as each class allows", unexpected == 0, f"{unexpected} unexpected")
-    wrong = pc["correlation_data_wrong"]
-    add("correlation data echoed", wrong == 0, f"{wrong} wrong")
-    add("the daemon never stalled", not r["stall"], "stalled" if r["stall"] else "no")
-    same = bool(d["same_pid_at_end"]) and not r["crash"]
-    add("same daemon process at the end", same, f"PID {d['pid']}")
-    last = r["last_request"]
-    add("still serving: a last valid request plays", last == "finished", str(last))
-    add("watchdog pings still coming", bool(d["watchdog_ok"]), str(d["watchdog_ok"]))
-    add("exit 0 on SIGTERM", d["exit_code"] == 0, str(d["exit_code"]))
-    tracebacks = d["log"]["tracebacks"]
-    add("no tracebacks in the daemon log", tracebacks == 0, str(tracebacks))
-    return out
+    unexpected, wrong = pc["unexpected_kind"], pc["correlation_data_wrong"]
+    last, tracebacks = r["last_request"], d["log"]["tracebacks"]
+    rows = [
+        (
+            "every payload exactly one final event",
+            f"{pc['no_final_event']} without, {pc['several_final_events']} with several, "
+            f"{surplus} unmatched id-less",
+            pc["no_final_event"] == 0 and pc["several_final_events"] == 0 and surplus == 0,
+        ),
+        ("final event kinds as each class allows", f"{unexpected} unexpected", unexpected == 0),
+        ("correlation data echoed", f"{wrong} wrong", wrong == 0),
+        ("the daemon never stalled", "stalled" if r["stall"] else "no", not r["stall"]),
+        (
+            "same daemon process at the end",
+            f"PID {d['pid']}",
+            bool(d["same_pid_at_end"]) and not r["crash"],
+        ),
+        ("still serving: a last valid request plays", str(last), last == "finished"),
+        ("watchdog pings still coming", str(d["watchdog_ok"]), bool(d["watchdog_ok"])),
+        ("exit 0 on SIGTERM", str(d["exit_code"]), d["exit_code"] == 0),
+        ("no tracebacks in the daemon log", str(tracebacks), tracebacks == 0),
+    ]
+    return [target(name, value, ok, failed="FAIL") for name, value, ok in rows]
 
 
 def print_report(r: dict[str, Any]) -> None:
-    print(
-        f"fuzz: {r['payloads']} payloads, seed {r['seed']}, windows {r['window']} (may play) "
-        f"+ {r['reject_window']} (refused), {r['elapsed_s']:.0f} s ({r['payloads_per_s']}/s); "
-        f"voice: {r['voice']}"
-    )
-    if r["set"]:
-        print(f"  --set {' '.join(r['set'])}")
     t = r["time_s"]
-    print(
-        f"  time: {t['with_a_heavy_payload_out']:.0f} s with a heavy payload out, "
-        f"{t['alone_batches']:.0f} s for the payloads sent alone; the daemon synthesized "
-        f"{t['audio_made']:.0f} s of audio in {t['daemon_synthesis']:.0f} s; CPU: daemon "
-        f"{fmt(t.get('cpu_daemon'))} s, fuzz client {fmt(t.get('cpu_fuzz_client'))} s"
+    fields(
+        "fuzz",
+        {
+            "payloads, seed": f"{r['payloads']}, {r['seed']}",
+            "windows: may play, refused": f"{r['window']}, {r['reject_window']}",
+            "time": f"{r['elapsed_s']:.0f} s ({r['payloads_per_s']}/s)",
+            "--set": " ".join(r["set"]),
+            "voice": r["voice"],
+            "s with a heavy payload out": t["with_a_heavy_payload_out"],
+            "s for the payloads sent alone": t["alone_batches"],
+            "audio the daemon synthesized (s), in (s)": (
+                f"{t['audio_made']:.0f}, {t['daemon_synthesis']:.0f}"
+            ),
+            "CPU s: daemon, fuzz client": (
+                f"{fmt(t.get('cpu_daemon'))}, {fmt(t.get('cpu_fuzz_client'))}"
+            ),
+            "final events": ", ".join(f"{k} {v}" for k, v in r["final_events"].items()),
+            "other events": ", ".join(f"{k} {v}" for k, v in r["other_events"].items()),
+        },
     )
     print_classes(r)
-    print("\nfinal events: " + ", ".join(f"{k} {v}" for k, v in r["final_events"].items()))
-    print("other events: " + ", ".join(f"{k} {v}" for k, v in r["other_events"].items()))
-    print("\ntop rejection reasons:")
-    for reason, n in list(r["rejection_reasons"].items())[:12]:
-        print(f"  {n:>5}  {reason}")
+    table(
+        ("times", "top rejection reasons"),
+        [(n, reason) for reason, n in list(r["rejection_reasons"].items())[:12]],
+    )
     print_problems(r)
-    print_daemon(r)
-    print("\nchecks")
-    for c in r["checks"]:
-        print(f"  {c['verdict']:5} {c['check']:58} {c['value']}")
+    print_fuzz_daemon(r)
+    print_targets(r["checks"])
 
 
 def print_classes(r: dict[str, Any]) -> None:
     cols = [*FINAL_KINDS, "none"]
-    print(
-        f"\n  {'class':16} {'sent':>5} "
-        + " ".join(f"{c[:8]:>8}" for c in cols)
-        + f" {'several':>7} {'unexp.':>6} {'answer p50/p99 ms':>18} {'audio/synth s':>13}"
-    )
+    rows = []
     for klass, row in r["per_class"].items():
         a = r["answer_ms"].get(klass, {})
-        print(
-            f"  {klass:16} {row.get('sent', 0):>5} "
-            + " ".join(f"{row.get(c, 0) or '':>8}" for c in cols)
-            + f" {row.get('several', 0) or '':>7} {row.get('unexpected', 0) or '':>6} "
-            f"{fmt(a.get('p50')):>8} {fmt(a.get('p99')):>9} "
-            f"{row.get('audio_ms', 0) / 1000:>6.0f} {row.get('synthesis_ms', 0) / 1000:>6.0f}"
-        )
+        rows.append(
+            (klass, row.get("sent", 0), *(row.get(c, 0) or "" for c in cols),
+             row.get("several", 0) or "", row.get("unexpected", 0) or "", a.get("p50"),
+             a.get("p99"), row.get("audio_ms", 0) / 1000, row.get("synthesis_ms", 0) / 1000)
+        )  # fmt: skip
+    table(
+        ("class", "sent", *cols, "several", "unexpected", "answer p50 ms", "p99", "audio s",
+         "synthesis s"),
+        rows,
+    )  # fmt: skip
 
 
 def print_problems(r: dict[str, Any]) -> None:
-    print("\nproblems: " + ", ".join(f"{k} {v}" for k, v in r["problem_counts"].items()))
+    rows = []
     for kind, items in r["problems"].items():
         for p in items[:8]:
-            print(
-                f"  {kind}: #{p['index']} {p['class']} ({p['note'][:70]}) expect {p['expect']}, "
-                f"got {p['finals'] or 'nothing'}"
-                + (f" - {str(p['reason'])[:80]}" if p["reason"] else "")
+            got = f"{p['finals'] or 'nothing'}" + (
+                f": {str(p['reason'])[:80]}" if p["reason"] else ""
             )
-            if p["replay"]:
-                print(f"    replay: {p['replay']}")
-    if r["late_answers"]:
-        print(f"  answers after the timeout: {r['late_answers'][:10]}")
+            rows.append(
+                (kind, p["index"], p["class"], p["note"][:70], p["expect"], got, p["replay"])
+            )
+    counts = ", ".join(f"{k} {v}" for k, v in r["problem_counts"].items())
+    table(
+        ("problem", "#", "class", "payload", "expected", "got", "replay"),
+        rows,
+        f"problems: {counts}",
+    )
     ev = r["events_topic"]
-    print(
-        f"\nevents topic: {ev['idless_final_events_not_matched_alone']} id-less final events "
-        f"not sent alone (vs {ev['idless_answers_on_response_topics']} id-less answers on "
-        f"response topics), payloads missing their copy there: "
-        f"{len(ev['payloads_without_their_events_topic_copy'])}; stray response topics: "
-        f"{len(r['stray_response_topics'])}; fuzz client dropped by the broker: "
-        f"{len(r['client_disconnects'])}"
+    fields(
+        "matching",
+        {
+            "answers after the timeout": r["late_answers"][:10],
+            "id-less final events on the events topic not sent alone": ev[
+                "idless_final_events_not_matched_alone"
+            ],
+            "id-less answers on response topics": ev["idless_answers_on_response_topics"],
+            "payloads missing their copy on the events topic": len(
+                ev["payloads_without_their_events_topic_copy"]
+            ),
+            "stray response topics": len(r["stray_response_topics"]),
+            "fuzz client dropped by the broker": len(r["client_disconnects"]),
+        },
     )
 
 
-def print_daemon(r: dict[str, Any]) -> None:
+def print_fuzz_daemon(r: dict[str, Any]) -> None:
     rss, d = r["rss_mb"], r["daemon"]
-    print(
-        f"daemon: PID {d['pid']} same at end: {d['same_pid_at_end']}; still serving (last "
-        f"request): {r['last_request']}; watchdog pings at the end: {d['watchdog_ok']}; "
-        f"exit {d['exit_code']} after SIGTERM ({d['stop_s']} s)"
-    )
-    print(f"  RSS MB: first {rss['first']}, max {rss['max']}, last {rss['last']}")
-    print_log_and_counters(d, r["daemon_counters"])
-    if r["stall"]:
-        print(f"\nSTALL: {json.dumps(r['stall'])}")
-    if r["crash"]:
-        print(f"\nCRASH: {json.dumps({k: v for k, v in r['crash'].items() if k != 'log_tail'})}")
-        print(r["crash"]["log_tail"][-2000:])
+    more = {
+        "still serving (last request)": r["last_request"],
+        "watchdog pings at the end": d["watchdog_ok"],
+        "RSS MB: first, max, last": f"{rss['first']}, {rss['max']}, {rss['last']}",
+    }
     if "machine" in r:
         m = r["machine"]
-        print(f"  load average {m['loadavg_start']} -> {m['loadavg_end']}")
+        more["load average"] = f"{m['loadavg_start']} -> {m['loadavg_end']}"
+    print_daemon(d, r["daemon_counters"], **more)
+    if r["stall"]:
+        print(f"STALL: {json.dumps(r['stall'])}\n")
+    if r["crash"]:
+        print(f"CRASH: {json.dumps({k: v for k, v in r['crash'].items() if k != 'log_tail'})}")
+        print(r["crash"]["log_tail"][-2000:])
