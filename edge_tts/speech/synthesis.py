@@ -41,6 +41,16 @@ class SpeechOptions:
 
 
 @dataclass(frozen=True)
+class Tuning:
+    """The model's own scales, as a Piper client gives them (None: the voice's): absolute
+    values, where a request's `speed` is relative to the configured pace."""
+
+    length_scale: float | None = None
+    noise_scale: float | None = None
+    noise_w: float | None = None
+
+
+@dataclass(frozen=True)
 class AudioChunk:
     text: str
     pcm: np.ndarray  # int16, mono

@@ -1,0 +1,268 @@
+"""The HTTP server of the real daemon (real voice, wav-dir sink, real sockets) through real
+clients: the official `openai` client, the standard library's http.client, raw sockets
+for the requests no client would send. Every wait is on a condition, bounded."""
+
+from __future__ import annotations
+
+import http.client
+import io
+import json
+import socket
+import tempfile
+import time
+import wave
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import openai
+import psutil
+import pytest
+
+from .support.broker import Broker, free_port
+from .support.daemon_proc import DaemonProcess, daemon_config
+from .support.waiting import wait_until
+
+pytestmark = pytest.mark.slow
+
+WAIT_S = 120.0  # for an answer of the daemon on a busy machine
+READ_TIMEOUT_S = 4.0
+WRITE_TIMEOUT_S = 2.0
+MAX_CONNECTIONS = 3
+PHRASE = "The garage door is open."
+LONG = "The washing machine has finished its cycle, and the dryer will start soon. " * 20
+
+
+@dataclass
+class Http:
+    daemon: DaemonProcess
+    port: int
+    token: str | None = None
+
+    def request(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, http.client.HTTPMessage, bytes]:
+        """One request with the standard library's client; (status, headers, body)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=WAIT_S)
+        sent = dict(headers or {})
+        if self.token and "Authorization" not in sent:
+            sent["Authorization"] = f"Bearer {self.token}"
+        data = json.dumps(body).encode() if isinstance(body, dict) else body
+        if isinstance(body, dict):
+            sent["Content-Type"] = "application/json"
+        try:
+            conn.request(method, path, body=data, headers=sent)
+            response = conn.getresponse()
+            return response.status, response.headers, response.read()
+        finally:
+            conn.close()
+
+    def json(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        status, _, data = self.request(method, path, body)
+        return status, json.loads(data)
+
+    def openai(self) -> openai.OpenAI:
+        return openai.OpenAI(
+            base_url=f"http://127.0.0.1:{self.port}/v1",
+            api_key=self.token or "unused",
+            max_retries=0,
+            timeout=WAIT_S,
+        )
+
+    def connections(self) -> int:
+        """The daemon's TCP connections from HTTP clients (not its listening socket)."""
+        assert self.daemon.proc is not None
+        own = psutil.Process(self.daemon.proc.pid).net_connections("tcp")
+        return sum(1 for c in own if c.laddr and c.laddr.port == self.port and c.raddr)
+
+
+def start(root: Path, broker: Broker, env: dict[str, str] | None = None, **http: Any) -> Http:
+    port = free_port()
+    settings = {
+        "uri": f"tcp://127.0.0.1:{port}",
+        "read_timeout": READ_TIMEOUT_S,
+        "write_timeout": WRITE_TIMEOUT_S,
+        "max_connections": MAX_CONNECTIONS,
+        **http,
+    }
+    config = daemon_config(
+        root, broker.port, audio={"sink": "wav-dir", "wav_dir": str(root / "wav")}, http=settings
+    )
+    daemon = DaemonProcess(root, config, env)
+    daemon.start()
+    daemon.wait_ready()
+    return Http(daemon, port)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Http]:
+    """One daemon for the tests that leave it as they found it."""
+    root = Path(tempfile.mkdtemp(prefix="ttsd-http-"))
+    with Broker(root) as broker:
+        made = start(root, broker)
+        try:
+            yield made
+        finally:
+            print(made.daemon.log()[-6000:])  # shown when a test fails
+            made.daemon.close()
+
+
+def read_wav(data: bytes) -> tuple[int, int]:
+    """(rate, frames) of a WAV, streamed (sizes unknown) or whole."""
+    with wave.open(io.BytesIO(data)) as wav:
+        assert (wav.getnchannels(), wav.getsampwidth()) == (1, 2)
+        return wav.getframerate(), len(wav.readframes(wav.getnframes())) // 2
+
+
+# --- OpenAI's speech API ------------------------------------------------------------------
+
+
+def test_the_openai_client_gets_wav_and_pcm(server: Http) -> None:
+    with server.openai() as client:  # its connections closed after it
+        wav = client.audio.speech.create(model="tts-1", voice="alloy", input=PHRASE)
+        rate, frames = read_wav(wav.content)
+        pcm = client.audio.speech.with_raw_response.create(
+            model="tts-1", voice="default", input=PHRASE, response_format="pcm", speed=1.5
+        )
+    assert rate == 22050 and frames > rate  # over a second of speech
+    assert pcm.headers["X-Sample-Rate"] == "22050"
+    assert pcm.headers["Content-Type"] == "audio/pcm"
+    # 1.5 times as fast: about two thirds of the frames (the pace scales the durations).
+    assert 0.5 * frames < len(pcm.content) // 2 < 0.85 * frames
+
+
+def test_the_openai_client_streams_the_first_audio_before_the_rest_is_made(
+    server: Http,
+) -> None:
+    arrivals: list[tuple[float, int]] = []
+    started = time.monotonic()
+    with (
+        server.openai() as client,
+        client.audio.speech.with_streaming_response.create(
+            model="tts-1", voice="alloy", input=LONG, response_format="pcm"
+        ) as response,
+    ):
+        for chunk in response.iter_bytes():
+            arrivals.append((time.monotonic() - started, len(chunk)))
+    total = sum(size for _, size in arrivals)
+    assert total // 2 > 22050 * 30  # half a minute of speech and more
+    # Streamed: the first audio came in the first part of the time the whole took, not
+    # at the end (a buffered answer would be one burst once all is made).
+    first_at, last_at = arrivals[0][0], arrivals[-1][0]
+    assert first_at < 0.3 * last_at, arrivals[:5]
+
+
+def test_unsupported_formats_get_a_400_naming_the_supported_ones(server: Http) -> None:
+    with server.openai() as client, pytest.raises(openai.BadRequestError) as raised:
+        client.audio.speech.create(
+            model="tts-1", voice="alloy", input=PHRASE, response_format="mp3"
+        )
+    error = raised.value.body
+    assert isinstance(error, dict) and error["code"] == "unsupported_format"
+    assert "wav, pcm" in error["message"] and error["param"] == "response_format"
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "param"),
+    [
+        ({"model": "tts-1", "voice": "alloy"}, "missing_text", "input"),
+        ({"input": PHRASE, "voice": "klingon"}, "invalid_voice", "voice"),
+        ({"input": PHRASE, "speed": 9}, "invalid_value", "speed"),
+        ({"input": PHRASE, "sped": 1}, "unknown_field", "sped"),
+        ({"input": "x" * 2001}, "too_long", "input"),
+        ({"input": "..."}, "bad_text", "input"),  # nothing speakable: found by the engine
+    ],
+)
+def test_bad_speech_requests_get_json_errors(
+    server: Http, body: dict[str, Any], code: str, param: str
+) -> None:
+    status, error = server.json("POST", "/v1/audio/speech", body)
+    assert status == 400 and error["error"]["code"] == code, error
+    assert error["error"]["param"] == param
+
+
+def test_voices_and_health(server: Http) -> None:
+    status, listed = server.json("GET", "/voices")
+    assert status == 200
+    (voice,) = listed["voices"]
+    assert voice["name"] == "default" and voice["default"] and voice["sample_rate"] == 22050
+    assert voice["language"].startswith("en") and voice["build"]["scheme"]
+    assert server.json("GET", "/health") == (200, {"status": "ok", "problems": []})
+
+
+def test_unknown_routes_and_methods_answer_json(server: Http) -> None:
+    status, error = server.json("GET", "/nothing-here")
+    assert status == 404 and error["error"]["code"] == "not_found"
+    status, _, data = server.request("GET", "/v1/audio/speech")
+    assert status == 405 and json.loads(data)["error"]["code"] == "method_not_allowed"
+
+
+# --- bounds ---------------------------------------------------------------------------
+
+
+def raw(port: int, data: bytes) -> bytes:
+    """What the server answers to `data` sent as is, until it closes the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=WAIT_S) as sock:
+        sock.sendall(data)
+        return read_to_end(sock)
+
+
+def status_of(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.") else 0
+
+
+def read_to_end(sock: socket.socket) -> bytes:
+    got = b""
+    while chunk := sock.recv(65536):
+        got += chunk
+    return got
+
+
+def test_oversized_headers_and_bodies_are_refused(server: Http) -> None:
+    big_header = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 10_000 + b"\r\n\r\n"
+    answer = raw(server.port, big_header)
+    assert status_of(answer) == 400 and b'"error"' in answer, answer[:100]
+    body = json.dumps({"input": "x" * 40_000}).encode()
+    status, _, data = server.request("POST", "/v1/audio/speech", body)
+    assert status == 413 and json.loads(data)["error"]["code"] == "too_large"
+
+
+def test_half_sent_requests_are_closed(server: Http) -> None:
+    started = time.monotonic()
+    head = b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"
+    answer = raw(server.port, head)  # the body never completes
+    assert status_of(answer) == 408, answer[:100]
+    assert raw(server.port, b"GET /health HTTP/1.1\r\nHost:") == b""  # headers never end
+    assert time.monotonic() - started < WAIT_S
+
+
+def test_connections_beyond_the_limit_get_a_503_until_one_closes(server: Http) -> None:
+    held = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(MAX_CONNECTIONS)]
+    try:
+        wait_until(lambda: server.connections() >= MAX_CONNECTIONS, WAIT_S, "the connections")
+        answer = raw(server.port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert status_of(answer) == 503, answer[:100]
+        assert b"Retry-After: 1" in answer and b"too_many_connections" in answer
+    finally:
+        for sock in held:
+            sock.close()
+    wait_until(lambda: server.request("GET", "/health")[0] == 200, WAIT_S, "room again")
+
+
+def test_a_client_that_reads_nothing_is_dropped(server: Http) -> None:
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # fills at once
+    sock.connect(("127.0.0.1", server.port))
+    body = json.dumps({"input": LONG, "response_format": "pcm"}).encode()
+    head = (
+        "POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    try:
+        sock.sendall(head.encode() + body)
+        # Not reading: the daemon's writes back up, then it lets go of the connection.
+        wait_until(lambda: server.connections() == 0, WAIT_S, "the drop")
+    finally:
+        sock.close()
+    assert server.json("GET", "/health")[0] == 200
