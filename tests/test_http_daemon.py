@@ -9,6 +9,7 @@ import io
 import json
 import socket
 import tempfile
+import threading
 import time
 import wave
 from collections.abc import Iterator
@@ -19,9 +20,11 @@ from typing import Any
 import openai
 import psutil
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
-from .support.broker import Broker, free_port
+from .support.broker import Broker, Recorder, free_port
 from .support.daemon_proc import DaemonProcess, daemon_config
+from .support.soundcard import VirtualSoundCard
 from .support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
@@ -30,6 +33,8 @@ WAIT_S = 120.0  # for an answer of the daemon on a busy machine
 READ_TIMEOUT_S = 4.0
 WRITE_TIMEOUT_S = 2.0
 MAX_CONNECTIONS = 3
+POOL_ENTRIES = 2
+POOL_TTL_S = 3
 PHRASE = "The garage door is open."
 LONG = "The washing machine has finished its cycle, and the dryer will start soon. " * 20
 
@@ -77,18 +82,23 @@ class Http:
         return sum(1 for c in own if c.laddr and c.laddr.port == self.port and c.raddr)
 
 
-def start(root: Path, broker: Broker, env: dict[str, str] | None = None, **http: Any) -> Http:
+def start(
+    root: Path, broker: Broker, env: dict[str, str] | None = None, card: bool = False, **http: Any
+) -> Http:
+    """A daemon with the HTTP server; it plays into the sound card of `env` (`card`), or
+    writes WAV files."""
     port = free_port()
     settings = {
         "uri": f"tcp://127.0.0.1:{port}",
         "read_timeout": READ_TIMEOUT_S,
         "write_timeout": WRITE_TIMEOUT_S,
         "max_connections": MAX_CONNECTIONS,
+        "pool_entries": POOL_ENTRIES,
+        "pool_ttl": POOL_TTL_S,
         **http,
     }
-    config = daemon_config(
-        root, broker.port, audio={"sink": "wav-dir", "wav_dir": str(root / "wav")}, http=settings
-    )
+    audio = {} if card else {"sink": "wav-dir", "wav_dir": str(root / "wav")}
+    config = daemon_config(root, broker.port, audio=audio, http=settings)
     daemon = DaemonProcess(root, config, env)
     daemon.start()
     daemon.wait_ready()
@@ -198,6 +208,57 @@ def test_unknown_routes_and_methods_answer_json(server: Http) -> None:
     assert status == 405 and json.loads(data)["error"]["code"] == "method_not_allowed"
 
 
+# --- Piper's /synthesize, the seed's /invoke and /download ------------------------------
+
+
+def test_piper_clients_get_a_wav_with_their_scales(server: Http) -> None:
+    status, headers, plain = server.request("POST", "/synthesize", {"text": PHRASE})
+    assert status == 200 and headers["Content-Type"] == "audio/wav"
+    rate, frames = read_wav(plain)
+    # Piper's own fields: twice the length scale is about twice the audio; a voice Piper
+    # does not know is the default voice, a speaker of a one-speaker voice is ignored.
+    slow = {"text": PHRASE, "length_scale": 2.0, "noise_scale": 0.3, "noise_w_scale": 0.5}
+    slow |= {"voice": "en_US-lessac-medium", "speaker_id": 3}
+    status, _, data = server.request("POST", "/synthesize", slow)
+    assert status == 200
+    slow_rate, slow_frames = read_wav(data)
+    assert slow_rate == rate and 1.6 * frames < slow_frames < 2.4 * frames
+    status, _, data = server.request("POST", "/synthesize", {"text": ""})
+    assert status == 400 and json.loads(data)["error"]["param"] == "text"
+
+
+def metric(server: Http, name: str, labels: dict[str, str] | None = None) -> float | None:
+    """One sample of the daemon's /metrics, read by Prometheus' own parser."""
+    _, _, data = server.request("GET", "/metrics")
+    for family in text_string_to_metric_families(data.decode()):
+        for sample in family.samples:
+            if sample.name == name and all(
+                sample.labels.get(k) == v for k, v in (labels or {}).items()
+            ):
+                return float(sample.value)
+    return None
+
+
+def test_invoke_and_download_once_through_a_bounded_pool(server: Http) -> None:
+    busy = metric(server, "edge_tts_http_busy_total")
+    made = [server.json("POST", "/invoke", {"text": PHRASE, "speed": 1.0}) for _ in range(2)]
+    assert [status for status, _ in made] == [200, 200]
+    first, second = (answer["audio_id"] for _, answer in made)
+    status, headers, data = server.request("POST", "/invoke", {"text": PHRASE})
+    assert status == 503 and json.loads(data)["error"]["code"] == "pool_full"
+    assert 1 <= int(headers["Retry-After"]) <= POOL_TTL_S
+    status, headers, wav = server.request("GET", f"/download?audio_id={first}")
+    assert status == 200 and headers["Content-Type"] == "audio/wav"
+    rate, frames = read_wav(wav)
+    assert rate == 22050 and abs(frames - made[0][1]["audio_ms"] * rate / 1000) <= rate / 1000
+    status, _, data = server.request("GET", f"/download?audio_id={first}")
+    assert status == 404 and json.loads(data)["error"]["code"] == "unknown_audio_id"
+    # The other one is never taken: it expires, and the pool is empty again.
+    wait_until(lambda: metric(server, "edge_tts_http_pool_entries") == 0, WAIT_S, "expiry")
+    assert server.request("GET", f"/download?audio_id={second}")[0] == 404
+    assert metric(server, "edge_tts_http_busy_total") == (busy or 0) + 1
+
+
 # --- bounds ---------------------------------------------------------------------------
 
 
@@ -266,3 +327,150 @@ def test_a_client_that_reads_nothing_is_dropped(server: Http) -> None:
     finally:
         sock.close()
     assert server.json("GET", "/health")[0] == 200
+
+
+# --- /say: played here, through the same queue as MQTT ----------------------------------
+
+SAY_LONG = (
+    "The kitchen lights were turned off after ten minutes without movement. "
+    "The washing machine has finished its cycle, and the dryer will start soon. "
+    "Please remember to take your keys and close the garage before you leave."
+)
+
+
+@pytest.fixture()
+def on_card(workdir: Path, broker: Broker, sound_card: VirtualSoundCard) -> Iterator[Http]:
+    """A daemon playing into a (virtual) sound card in real time."""
+    made = start(workdir, broker, env=sound_card.env, card=True)
+    try:
+        yield made
+    finally:
+        print(made.daemon.log()[-6000:])
+        made.daemon.close()
+
+
+def say(server: Http, body: dict[str, Any], expect: int = 202) -> dict[str, Any]:
+    status, headers, data = server.request("POST", "/say", body)
+    answer: dict[str, Any] = json.loads(data)
+    assert status == expect, answer
+    if status == 202:
+        assert headers["Location"] == f"/requests/{body['id']}"
+    return answer
+
+
+def final(server: Http, request_id: str) -> dict[str, Any]:
+    status, event = server.json("GET", f"/requests/{request_id}?wait=true&timeout={WAIT_S:g}")
+    assert status == 200 and event["final"], event
+    return dict(event)
+
+
+def reached(server: Http, request_id: str, kind: str) -> None:
+    def found() -> bool:
+        status, event = server.json("GET", f"/requests/{request_id}")
+        return status == 200 and event["event"] == kind
+
+    wait_until(found, WAIT_S, f"{request_id} {kind}")
+
+
+def test_say_plays_here_in_priority_order_interrupts_and_dedupes(
+    on_card: Http, sound_card: VirtualSoundCard
+) -> None:
+    server = on_card
+    assert say(server, {"text": SAY_LONG, "id": "long"})["event"] == "queued"
+    reached(server, "long", "started")
+    say(server, {"text": "Low priority note.", "id": "low", "priority": "low"})
+    say(server, {"text": "High priority note.", "id": "high", "priority": "high"})
+    done = {name: final(server, name) for name in ("low", "high", "long")}
+    assert all(event["event"] == "finished" for event in done.values()), done
+    assert done["long"]["ts"] <= done["high"]["ts"] <= done["low"]["ts"]
+    assert done["high"]["audio_ms"] > 500 and done["high"]["priority"] == "high"
+
+    mark = sound_card.mark()
+    say(server, {"text": SAY_LONG, "id": "long2"})
+    reached(server, "long2", "started")
+    sound_card.wait_sound(mark)
+    say(server, {"text": "Smoke detected in the kitchen!", "id": "fire", "priority": "critical"})
+    interrupted = final(server, "long2")
+    assert interrupted["event"] == "interrupted" and interrupted["by"] == "fire"
+    assert final(server, "fire")["event"] == "finished"
+    # The same id and text again: played already, answered, not played twice.
+    again = say(server, {"text": "Smoke detected in the kitchen!", "id": "fire"}, expect=200)
+    assert again["event"] == "duplicate"
+    status, error = server.json("POST", "/say", {"text": "Hi.", "priority": "urgent"})
+    assert status == 400 and "priority" in error["error"]["message"]
+    assert server.json("GET", "/requests/nobody")[0] == 404
+
+
+def test_mqtt_requests_play_first_while_http_clients_stream_long_texts(
+    on_card: Http, broker: Broker
+) -> None:
+    server = on_card
+    rec = Recorder(broker.port, ["edge-tts/testpi/events"])
+    ends: list[float] = []
+    firsts: list[threading.Event] = []
+
+    def stream() -> None:
+        first = threading.Event()
+        firsts.append(first)
+        with (
+            server.openai() as client,
+            client.audio.speech.with_streaming_response.create(
+                model="tts-1", voice="alloy", input=LONG, response_format="pcm"
+            ) as response,
+        ):
+            for _ in response.iter_bytes():
+                first.set()
+        ends.append(time.monotonic())
+
+    clients = [threading.Thread(target=stream) for _ in range(MAX_CONNECTIONS - 1)]
+    try:
+        for client in clients:
+            client.start()
+        wait_until(lambda: len(firsts) == len(clients) and all(f.is_set() for f in firsts), WAIT_S)
+        sent = time.monotonic()
+        rec.publish("edge-tts/testpi/say", json.dumps({"text": PHRASE, "id": "local"}))
+        done = rec.wait_event("edge-tts/testpi/events", "finished", "local", timeout=WAIT_S)
+    finally:
+        for client in clients:
+            client.join(WAIT_S)
+        rec.close()
+    # Its first audio was ready while every HTTP stream was still being made.
+    first_audio = sent + done["stages_ms"]["first_audio"] / 1000
+    assert first_audio < min(ends), (first_audio - sent, [end - sent for end in ends])
+
+
+def test_health_turns_503_when_the_card_is_lost(
+    on_card: Http, sound_card: VirtualSoundCard
+) -> None:
+    assert on_card.json("GET", "/health")[0] == 200
+    sound_card.stop()
+    say(on_card, {"text": PHRASE, "id": "nocard"})  # the output finds the card gone
+
+    def degraded() -> dict[str, Any] | None:
+        status, body = on_card.json("GET", "/health")
+        return body if status == 503 else None
+
+    body = wait_until(degraded, WAIT_S, "503 from /health")
+    assert body["status"] == "degraded" and any("audio" in p for p in body["problems"])
+
+
+# --- /metrics --------------------------------------------------------------------------
+
+
+def test_metrics_carry_the_telemetry_for_prometheus(server: Http) -> None:
+    with server.openai() as client:
+        client.audio.speech.create(model="tts-1", voice="alloy", input=PHRASE)
+    _, headers, data = server.request("GET", "/metrics")
+    assert headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    families = {f.name: f for f in text_string_to_metric_families(data.decode())}
+    assert families["edge_tts_http_requests"].type == "counter"
+    ttfa = families["edge_tts_time_to_first_audio_seconds"]
+    assert ttfa.type == "histogram"
+    counts = {s.labels["door"]: s.value for s in ttfa.samples if s.name.endswith("_count")}
+    assert counts["http"] >= 1 and set(counts) == {"mqtt", "wyoming", "http", "http_say"}
+    samples = {s.name: s.value for f in families.values() for s in f.samples if not s.labels}
+    assert samples["edge_tts_healthy"] == 1 and samples["edge_tts_queue_depth"] == 0
+    assert samples["process_resident_memory_bytes"] > 50e6
+    assert samples["edge_tts_http_requests_total"] >= 2
+    voices = [s.labels for s in families["edge_tts_voice_info"].samples]
+    assert voices[0]["voice"] == "default" and voices[0]["loaded"] == "True"
