@@ -474,3 +474,52 @@ def test_metrics_carry_the_telemetry_for_prometheus(server: Http) -> None:
     assert samples["edge_tts_http_requests_total"] >= 2
     voices = [s.labels for s in families["edge_tts_voice_info"].samples]
     assert voices[0]["voice"] == "default" and voices[0]["loaded"] == "True"
+
+
+# --- the token ------------------------------------------------------------------------
+
+
+def test_beyond_loopback_without_a_token_the_daemon_refuses_to_start(
+    workdir: Path, broker: Broker
+) -> None:
+    config = daemon_config(workdir, broker.port, http={"uri": f"tcp://0.0.0.0:{free_port()}"})
+    daemon = DaemonProcess(workdir, config, env={"CREDENTIALS_DIRECTORY": ""})
+    try:
+        daemon.start()
+        assert daemon.wait_exit(WAIT_S) == 78  # EX_CONFIG: systemd does not restart it
+        assert "Refusing to start" in daemon.log() and "bearer token" in daemon.log()
+    finally:
+        daemon.close()
+
+
+def test_a_token_from_the_systemd_credential_guards_every_route_but_health(
+    workdir: Path, broker: Broker
+) -> None:
+    token = "a-token-of-thirty-two-characters"
+    credentials = workdir / "credentials"
+    credentials.mkdir()
+    (credentials / "http-token").write_text(token + "\n")
+    server = start(
+        workdir,
+        broker,
+        env={"CREDENTIALS_DIRECTORY": str(credentials)},
+        uri=f"tcp://0.0.0.0:{(port := free_port())}",  # every interface: a token is a must
+    )
+    server.port = port
+    try:
+        for wrong in (None, "Bearer nope", f"Basic {token}", f"Bearer {token}x"):
+            headers = {"Authorization": wrong} if wrong else {}
+            status, headers_back, data = server.request("GET", "/voices", headers=headers)
+            assert status == 401, wrong
+            assert json.loads(data)["error"]["code"] == "invalid_token"
+            assert headers_back["WWW-Authenticate"].startswith("Bearer")
+        with server.openai() as client, pytest.raises(openai.AuthenticationError):
+            client.audio.speech.create(model="tts-1", voice="alloy", input=PHRASE)
+        assert server.request("GET", "/health")[0] == 200  # what a load balancer polls
+        server.token = token
+        with server.openai() as client:
+            assert client.audio.speech.create(model="tts-1", voice="alloy", input=PHRASE).content
+        assert server.request("GET", "/voices")[0] == 200
+    finally:
+        print(server.daemon.log()[-6000:])
+        server.daemon.close()

@@ -282,7 +282,8 @@ class HttpSettings(Checked):
         return self.token_file or credential(HTTP_TOKEN_CREDENTIAL)
 
     def token(self) -> str | None:
-        """The bearer token clients must send, or None when none is given."""
+        """The bearer token clients must send, or None when none is given (an empty file
+        is none: the deployment always installs the credential, empty without a token)."""
         source = self.token_source()
         if source is None:
             return None
@@ -292,6 +293,8 @@ class HttpSettings(Checked):
         except (OSError, UnicodeError) as err:
             reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
             raise ConfigError(f"cannot read the HTTP token from {source}: {reason}", key) from err
+        if not token:
+            return None
         if len(token) < MIN_TOKEN_CHARS:
             raise ConfigError(
                 f"the HTTP token in {source} is {len(token)} characters; at least "
