@@ -35,6 +35,7 @@ WRITE_TIMEOUT_S = 2.0
 MAX_CONNECTIONS = 3
 POOL_ENTRIES = 2
 POOL_TTL_S = 3
+ORIGIN = "http://homeassistant.local:8123"
 PHRASE = "The garage door is open."
 LONG = "The washing machine has finished its cycle, and the dryer will start soon. " * 20
 
@@ -95,6 +96,7 @@ def start(
         "max_connections": MAX_CONNECTIONS,
         "pool_entries": POOL_ENTRIES,
         "pool_ttl": POOL_TTL_S,
+        "cors_origins": [ORIGIN],
         **http,
     }
     audio = {} if card else {"sink": "wav-dir", "wav_dir": str(root / "wav")}
@@ -257,6 +259,21 @@ def test_invoke_and_download_once_through_a_bounded_pool(server: Http) -> None:
     wait_until(lambda: metric(server, "edge_tts_http_pool_entries") == 0, WAIT_S, "expiry")
     assert server.request("GET", f"/download?audio_id={second}")[0] == 404
     assert metric(server, "edge_tts_http_busy_total") == (busy or 0) + 1
+
+
+def test_cors_only_for_the_configured_origin(server: Http) -> None:
+    preflight = {"Origin": ORIGIN, "Access-Control-Request-Method": "POST"}
+    status, headers, _ = server.request("OPTIONS", "/v1/audio/speech", headers=preflight)
+    assert status == 204 and headers["Access-Control-Allow-Origin"] == ORIGIN
+    body = json.dumps({"input": PHRASE}).encode()
+    json_type = {"Content-Type": "application/json"}
+    status, headers, _ = server.request(
+        "POST", "/v1/audio/speech", body, headers={"Origin": ORIGIN, **json_type}
+    )
+    assert status == 200 and headers["Access-Control-Allow-Origin"] == ORIGIN  # streamed
+    other = {"Origin": "http://evil.example", **json_type}
+    status, headers, _ = server.request("POST", "/v1/audio/speech", body, headers=other)
+    assert status == 200 and "Access-Control-Allow-Origin" not in headers
 
 
 # --- bounds ---------------------------------------------------------------------------

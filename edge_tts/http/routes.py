@@ -18,12 +18,14 @@ from .shared import DOOR, Door
 _LOGGER = logging.getLogger("edge_tts.http")
 
 OPEN_PATHS = frozenset({"/health"})  # no token needed: what a load balancer polls
+_CORS = "edge_tts.cors"  # the request's CORS headers, for _add_cors
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def make_app(door: Door, max_body: int) -> web.Application:
     app = web.Application(client_max_size=max_body, middlewares=[guard])
     app[DOOR] = door
+    app.on_response_prepare.append(_add_cors)
     registry = registry_for(door.telemetry, door.gauges)
 
     async def metrics(_request: web.Request) -> web.Response:
@@ -47,7 +49,7 @@ def make_app(door: Door, max_body: int) -> web.Application:
 async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     door = request.app[DOOR]
     door.telemetry.count("http_requests")
-    cors = _cors_headers(request, door)
+    cors = request[_CORS] = _cors_headers(request, door)
     try:
         if request.method == "OPTIONS" and cors:
             return web.Response(status=204, headers=cors)
@@ -64,9 +66,13 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     except Exception as err:
         _LOGGER.exception("HTTP %s: %s %s failed", request.remote, request.method, request.path)
         response = _failed(request, door, ApiError(500, "internal_error", f"internal error: {err}"))
-    if cors and not response.prepared:
-        response.headers.update(cors)
     return response
+
+
+async def _add_cors(request: web.Request, response: web.StreamResponse) -> None:
+    """As every response goes out, a streamed one too (its headers leave with its first
+    audio, inside the route)."""
+    response.headers.update(request.get(_CORS) or {})
 
 
 def _failed(request: web.Request, door: Door, err: ApiError) -> web.Response:

@@ -55,10 +55,10 @@ def _format(body: dict[str, Any]) -> str:
 
 def voice_or_language(voices: Voices, voice: str | None) -> tuple[str | None, str | None]:
     """(voice name, language) for the engine from what a client calls a voice."""
-    if voice is None or voice.lower() in OPENAI_VOICES:
-        return None, None
     if voice in voices.all():
         return voice, None
+    if voice is None or voice.lower() in OPENAI_VOICES:
+        return None, None
     if voices.for_language(voice) is not None:
         return None, voice
     names = ", ".join(voices.all())
