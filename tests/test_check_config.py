@@ -33,3 +33,19 @@ def test_inline_password_is_refused(tmp_path: Path) -> None:
     result = run_cli("check-config", str(bad), timeout=60)
     assert result.returncode == 78
     assert "password_file" in result.stderr and "hunter2" not in result.stderr
+
+
+def test_the_http_section_and_its_token(tmp_path: Path) -> None:
+    lan = tmp_path / "lan.yaml"
+    lan.write_text('http:\n  uri: "tcp://0.0.0.0:8380"\n')
+    result = run_cli("check-config", str(lan), env={"CREDENTIALS_DIRECTORY": ""}, timeout=60)
+    # Not a failure: the unit's credential is visible to the daemon only.
+    assert result.returncode == 0 and "bearer token" in result.stderr, result.stderr
+    short = tmp_path / "short-token"
+    short.write_text("abc")
+    lan.write_text(f'http:\n  uri: "tcp://0.0.0.0:8380"\n  token_file: "{short}"\n')
+    result = run_cli("check-config", str(lan), timeout=60)
+    assert result.returncode == 78 and "at least 16" in result.stderr
+    lan.write_text('http:\n  uri: "http://0.0.0.0:8380"\n')
+    result = run_cli("check-config", str(lan), timeout=60)
+    assert result.returncode == 78 and "http.uri" in result.stderr

@@ -283,6 +283,7 @@ def test_installed_files_owners_and_modes(converged: Converged) -> None:
     check("/etc/edge-tts/edge-tts.yaml", 0o644)
     check("/etc/edge-tts/credentials", 0o700)
     check("/etc/edge-tts/credentials/mqtt-password", 0o600)
+    check("/etc/edge-tts/credentials/http-token", 0o600)
     check("/etc/edge-tts/tls", 0o750, group=gid)
     check("/etc/edge-tts/tls/ca.pem", 0o644, group=gid)
     check("/etc/systemd/system/edge-ttsd.service", 0o644)

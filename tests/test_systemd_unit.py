@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from edge_tts.cli import EXIT_REFUSED
-from edge_tts.config import PASSWORD_CREDENTIAL
+from edge_tts.config import HTTP_TOKEN_CREDENTIAL, PASSWORD_CREDENTIAL
 
 from .support import run_sandboxed
 from .support.broker import Broker, Recorder
@@ -80,9 +80,9 @@ def test_service_type_watchdog_and_restart_policy(unit: run_sandboxed.Unit) -> N
 def test_identity_credentials_and_state(unit: run_sandboxed.Unit) -> None:
     assert unit.get("User") == "edge-tts"
     assert unit.words("SupplementaryGroups") == ["audio"]
-    credential, _, source = unit.get("LoadCredential").partition(":")
-    assert credential == PASSWORD_CREDENTIAL
-    assert source.startswith("/etc/edge-tts/")
+    credentials = dict(value.partition(":")[::2] for value in unit.all("LoadCredential"))
+    assert set(credentials) == {PASSWORD_CREDENTIAL, HTTP_TOKEN_CREDENTIAL}
+    assert all(source.startswith("/etc/edge-tts/credentials/") for source in credentials.values())
     assert unit.words("StateDirectory") == ["edge-tts"]
     assert unit.get("UMask") == "0077"
 

@@ -132,7 +132,23 @@ def test_each_door_has_its_latency_and_only_local_playback_is_the_speakers() -> 
     assert snap["latency"]["time_to_first_audio_ms"]["count"] == 1
     assert snap["latency"]["real_time_factor"]["p50"] == 0.2
     with pytest.raises(KeyError, match="unknown door"):
-        tel.answered("http", 1.0, 1.0)
+        tel.answered("gopher", 1.0, 1.0)
+
+
+def test_histograms_count_every_sample_cumulatively_by_door() -> None:
+    tel = Telemetry(window=2)  # the windows forget; the histograms do not
+    for ttfa in (25.0, 26.0, 400.0, 9000.0):
+        tel.answered("http", ttfa, 0.2)
+    tel.answered("http_say", 100.0, None)
+    found = tel.histograms()
+    buckets, total, count = found[("time_to_first_audio_ms", "http")]
+    le = dict(buckets)
+    assert (le[25], le[50], le[500], le[5000], le[float("inf")]) == (1, 2, 3, 3, 4)
+    assert count == 4 and total == 25.0 + 26.0 + 400.0 + 9000.0
+    # Played here: also in the door-less histogram, as `latency` has it.
+    assert found[("time_to_first_audio_ms", None)][2] == 1
+    assert found[("real_time_factor", "http")][2] == 4
+    assert found[("real_time_factor", "http_say")][2] == 0
 
 
 def test_snapshot_is_json_and_complete() -> None:

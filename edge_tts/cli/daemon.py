@@ -71,6 +71,10 @@ def check_config(args: argparse.Namespace) -> int:
         settings = load_settings(args.config)
     except ConfigError as err:
         return fail(EXIT_REFUSED, f"{args.config}: {err}")
+    try:
+        _check_http(settings)
+    except ConfigError as err:
+        return fail(EXIT_REFUSED, f"{args.config}: {err}")
     voices = ", ".join(settings.voices)
     print(
         f"{args.config}: OK (device {settings.device_id}, broker "
@@ -78,6 +82,23 @@ def check_config(args: argparse.Namespace) -> int:
     )
     _report_state_files(settings)
     return tune.print_choices(settings, set_aside=False)
+
+
+def _check_http(settings: Any) -> None:
+    """The HTTP server's token, as far as it can be checked here: a token file that is
+    unreadable or too short fails; a server beyond loopback with no token in sight is a
+    warning, since the unit's credential is only visible to the daemon."""
+    from ..config import HTTP_TOKEN_CREDENTIAL
+
+    http = settings.http
+    if http.uri is None or http.token() is not None or http.loopback:
+        return
+    print(
+        f"edge-ttsd: warning: http.uri {http.uri} is reachable from other machines: the "
+        f'daemon refuses to start unless it gets a bearer token (the systemd credential "'
+        f'{HTTP_TOKEN_CREDENTIAL}", or http.token_file)',
+        file=sys.stderr,
+    )
 
 
 def _report_state_files(settings: Any) -> None:

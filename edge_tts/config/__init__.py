@@ -12,6 +12,7 @@ from .checks import ConfigError
 from .loader import config_keys, default_settings, load_settings, settings_from_mapping
 from .sections import (
     AUTO_BUILD,
+    HTTP_TOKEN_CREDENTIAL,
     LOG_LEVELS,
     MQTT_PORT,
     MQTTS_PORT,
@@ -23,6 +24,7 @@ from .sections import (
     CacheSettings,
     HermesSettings,
     HomeAssistantSettings,
+    HttpSettings,
     QueueSettings,
     Settings,
     SynthesisSettings,
@@ -34,6 +36,7 @@ from .sections import (
 
 __all__ = [
     "AUTO_BUILD",
+    "HTTP_TOKEN_CREDENTIAL",
     "LOG_LEVELS",
     "MQTTS_PORT",
     "MQTT_PORT",
@@ -46,6 +49,7 @@ __all__ = [
     "ConfigError",
     "HermesSettings",
     "HomeAssistantSettings",
+    "HttpSettings",
     "QueueSettings",
     "Settings",
     "SynthesisSettings",

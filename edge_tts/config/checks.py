@@ -133,9 +133,7 @@ def coerce(hint: Any, value: object, rules: Rules) -> object:
         return value
     if get_origin(kind) is Mapping:
         return _frozen_mapping(get_args(kind)[1], value)
-    if get_origin(kind) is tuple:
-        return _texts(value)
-    clean = _SCALARS[kind](value, rules)
+    clean = _texts(value) if get_origin(kind) is tuple else _SCALARS[kind](value, rules)
     for check in rules.checks:
         clean = check(clean)
     return clean

@@ -14,8 +14,9 @@ import time
 
 from ..audio.sinks import open_output
 from ..cache.wiring import CacheService
-from ..config import Settings
+from ..config import ConfigError, Settings
 from ..homeassistant.controls import Controls, optional_subscriptions
+from ..http import HttpServer, RequestTracker
 from ..messages.topics import Topics
 from ..mqtt.intake import Intake
 from ..mqtt.link import Inbound, MqttLink
@@ -23,6 +24,7 @@ from ..mqtt.reporter import MqttReporter
 from ..speech.dedupe import FILE_NAME as PLAYED_FILE
 from ..speech.dedupe import PlayedStore
 from ..speech.keepwarm import KeepWarm
+from ..speech.listeners import Reporters
 from ..speech.pipeline import Pipeline
 from ..speech.responses import Responses
 from ..speech.routing import Router
@@ -76,6 +78,7 @@ class Daemon:
         )
         self.link.on_connected = self._on_connected
         self.reporter = MqttReporter(self.link, self.topics, self.telemetry)
+        self.tracker = RequestTracker() if s.http.uri is not None else None
         # Also under the state directory, and also degraded, not refused, when unwritable.
         self.cache = CacheService(s, self.telemetry)
         self.pipeline = Pipeline(
@@ -83,7 +86,8 @@ class Daemon:
             s.queue,
             output=self.output,
             output_rate=rate,
-            reporter=self.reporter,
+            # Every request's fate goes to MQTT, and to the HTTP server's /requests/{id}.
+            reporter=Reporters(self.reporter, [self.tracker] if self.tracker else []),
             telemetry=self.telemetry,
             played=self.played,
             router=Router(s.synthesis, self.voices),
@@ -109,6 +113,8 @@ class Daemon:
             if s.wyoming.uri is not None
             else None
         )
+        # Scripts, OpenAI- and Piper-compatible clients, /say and /metrics over HTTP.
+        self.http = self._http_server() if self.tracker is not None else None
         self.status = DaemonStatus(
             device_id=s.device_id,
             link=self.link,
@@ -120,6 +126,7 @@ class Daemon:
             cache=self.cache,
             pipeline=self.pipeline,
             wyoming=self.wyoming,
+            http=self.http,
         )
         self.publisher = TelemetryPublisher(
             self.telemetry, self.status.gauges, self.status.publish_telemetry
@@ -139,7 +146,8 @@ class Daemon:
     def _parts(self) -> list[Part]:
         """In dependency order: the pipeline reports through the link, so the link stops
         after it (the `deferred` events of a stop still go out); the Wyoming server hands
-        its work to the pipeline's workers, so it stops before them."""
+        its work to the pipeline's workers, so it stops before them (and so does the HTTP
+        server)."""
         return [
             Part("voice", self._preload, nothing),
             Part("audio", self.output.start, self.output.close),
@@ -149,8 +157,25 @@ class Daemon:
             Part("mqtt", self.link.start, self.link.stop),
             Part("pipeline", self.pipeline.start, self._stop_pipeline),
             *([Part("wyoming", self.wyoming.start, self.wyoming.stop)] if self.wyoming else []),
+            *([Part("http", self.http.start, self.http.stop)] if self.http else []),
             Part("tick", self.tick.start, self.tick.stop),
         ]
+
+    def _http_server(self) -> HttpServer:
+        assert self.tracker is not None
+        try:
+            return HttpServer(
+                self.settings,
+                self.voices,
+                self.responses,
+                self.telemetry,
+                self.tracker,
+                self.pipeline.submit,
+                problems=lambda: self.status.problems(),  # the status is made after it
+                gauges=lambda: self.status.gauges(),
+            )
+        except ConfigError as err:  # beyond loopback without a token; an unreadable token
+            raise StartupRefused(str(err)) from err
 
     # --- lifecycle -------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ..audio.output import AudioOutput
 from ..cache.wiring import CacheService
+from ..http import HttpServer
 from ..messages.events import event
 from ..messages.topics import Topics
 from ..mqtt.link import MqttLink
@@ -37,6 +38,7 @@ class DaemonStatus:
     cache: CacheService
     pipeline: Pipeline
     wyoming: WyomingServer | None
+    http: HttpServer | None = None
     _last_problems: list[str] = field(default_factory=list, init=False)
 
     def checks(self) -> dict[str, Callable[[], bool]]:
@@ -49,6 +51,8 @@ class DaemonStatus:
         }
         if (wyoming := self.wyoming) is not None:
             checks["wyoming"] = lambda: wyoming.alive
+        if (http := self.http) is not None:
+            checks["http"] = lambda: http.alive
         return checks
 
     def problems(self) -> list[str]:
@@ -62,6 +66,8 @@ class DaemonStatus:
             found.append(f"cache {self.cache.problem}")
         if self.wyoming is not None and self.wyoming.problem is not None:
             found.append(f"wyoming {self.wyoming.problem}")
+        if self.http is not None and self.http.problem is not None:
+            found.append(f"http {self.http.problem}")
         return found
 
     def line(self) -> str:
@@ -112,6 +118,7 @@ class DaemonStatus:
             "mqtt_connected": self.link.connected,
             "cache": self.cache.gauges(),
             "wyoming_clients": self.wyoming.clients if self.wyoming is not None else None,
+            **(self.http.gauges() if self.http is not None else {}),
             "voices": {
                 n: {"loaded": v.loaded, "sha256": v.sha256, "build": v.build.as_dict()}
                 for n, v in self.voices.all().items()

@@ -6,6 +6,7 @@ the daemon's memory stays flat however many requests it serves.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 import os
@@ -31,10 +32,16 @@ METRICS: tuple[str, ...] = (
 
 # Where requests come in. An answer's latency goes into its door's windows
 # (`latency_by_door`); those played here (LOCAL_DOORS) also into `latency`, the speaker's
-# own figures (what Home Assistant's sensors show).
-DOORS: tuple[str, ...] = ("mqtt", "wyoming")
-LOCAL_DOORS: tuple[str, ...] = ("mqtt",)
+# own figures (what Home Assistant's sensors show). "http" is audio sent to an HTTP client;
+# "http_say" a request of its /say, played here.
+DOORS: tuple[str, ...] = ("mqtt", "wyoming", "http", "http_say")
+LOCAL_DOORS: tuple[str, ...] = ("mqtt", "http_say")
 DOOR_METRICS: tuple[str, ...] = ("time_to_first_audio_ms", "real_time_factor")
+
+# Upper bounds of the cumulative histograms (`histograms()`, what /metrics exposes): a
+# fleet's Prometheus adds them up across devices, which percentiles of a window cannot do.
+MS_BUCKETS: tuple[float, ...] = (25, 50, 100, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000)
+RTF_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 5.0)
 
 _QUANTILES = (("p50", 50.0), ("p95", 95.0), ("p99", 99.0))
 
@@ -79,8 +86,37 @@ class Window:
         return len(self._values)
 
 
+class Histogram:
+    """Counts of every sample ever added, by bucket, with their sum: fixed size."""
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)  # the last one: above every bound
+        self.total = 0.0
+
+    def add(self, value: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.total += value
+
+    def cumulative(self) -> tuple[list[tuple[float, int]], float, int]:
+        """([(upper bound, samples at or below it), ..., (inf, all)], sum, count)."""
+        running, buckets = 0, []
+        for bound, count in zip((*self.bounds, math.inf), self.counts, strict=True):
+            running += count
+            buckets.append((bound, running))
+        return buckets, self.total, running
+
+
+HistogramKey = tuple[str, str | None]  # (metric, door): door None is `latency`'s own
+
+
+def _buckets(metric: str) -> tuple[float, ...]:
+    return RTF_BUCKETS if metric == "real_time_factor" else MS_BUCKETS
+
+
 class Telemetry:
-    """Thread-safe counters and latency windows; one lock, held only for O(1) updates."""
+    """Thread-safe counters, latency windows and histograms; one lock, held only for O(1)
+    updates."""
 
     COUNTERS: tuple[str, ...] = (
         "received",
@@ -98,6 +134,9 @@ class Telemetry:
         "wyoming_errors",  # Wyoming clients answered with an error, or dropped
         "cache_hits",  # chunks served from the phrase cache
         "cache_misses",  # chunks looked up there and synthesized
+        "http_requests",  # requests the HTTP server answered
+        "http_errors",  # HTTP requests answered with an error (4xx, 5xx), or dropped
+        "http_busy",  # HTTP requests or connections turned away with 503: a bound was reached
     )
 
     def __init__(self, window: int = 1000) -> None:
@@ -105,6 +144,10 @@ class Telemetry:
         self._counters = dict.fromkeys(self.COUNTERS, 0)
         self._windows = {metric: Window(window) for metric in METRICS}
         self._doors = {door: {m: Window(window) for m in DOOR_METRICS} for door in DOORS}
+        self._histograms: dict[HistogramKey, Histogram] = {
+            **{(m, None): Histogram(_buckets(m)) for m in METRICS},
+            **{(m, d): Histogram(_buckets(m)) for d in DOORS for m in DOOR_METRICS},
+        }
         self._started = time.monotonic()
 
     def count(self, name: str, n: int = 1) -> None:
@@ -120,7 +163,7 @@ class Telemetry:
         window = self._windows.get(metric)
         if window is None:
             raise KeyError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
-        self._add(window, metric, value)
+        self._add(window, (metric, None), value)
 
     def answered(self, door: str, ttfa_ms: float | None, rtf: float | None) -> None:
         """One answer's time to first audio and real-time factor (None: not known)."""
@@ -130,17 +173,28 @@ class Telemetry:
         for metric, value in (("time_to_first_audio_ms", ttfa_ms), ("real_time_factor", rtf)):
             if value is None:
                 continue
-            self._add(windows[metric], metric, value)
+            self._add(windows[metric], (metric, door), value)
             if door in LOCAL_DOORS:
-                self._add(self._windows[metric], metric, value)
+                self._add(self._windows[metric], (metric, None), value)
 
-    def _add(self, window: Window, metric: str, value: float) -> None:
+    def _add(self, window: Window, key: HistogramKey, value: float) -> None:
         if not math.isfinite(value):
             # A NaN or inf would poison every percentile and is not valid JSON either.
-            _LOGGER.debug("dropping non-finite %s sample %r", metric, value)
+            _LOGGER.debug("dropping non-finite %s sample %r", key[0], value)
             return
         with self._lock:
             window.add(value)
+            self._histograms[key].add(value)
+
+    def counters(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counters)
+
+    def histograms(self) -> dict[HistogramKey, tuple[list[tuple[float, int]], float, int]]:
+        """Every histogram's cumulative buckets, sum and count, by (metric, door); door None
+        holds the requests played here, as `latency` does."""
+        with self._lock:
+            return {key: histogram.cumulative() for key, histogram in self._histograms.items()}
 
     def snapshot(self, gauges: Mapping[str, object]) -> dict[str, object]:
         """A JSON-ready document; the fixed keys win over a gauge of the same name."""

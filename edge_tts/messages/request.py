@@ -49,6 +49,7 @@ class SayRequest:
     response_topic: str | None = None
     correlation_data: bytes | None = None
     hermes: Hermes | None = None
+    door: str = "mqtt"  # where it came in: its telemetry label (daemon/telemetry.py DOORS)
 
     def expired(self, now: float | None = None) -> bool:
         return self.expires_at is not None and (now or time.time()) >= self.expires_at

@@ -11,6 +11,12 @@ from ..messages.parse import payload_id
 from ..messages.topics import Topics, valid_response_topic
 from ..speech.dedupe import PlayedStore
 from ..speech.jobs import Job
+from ..speech.outcome import (
+    finished_fields,
+    real_time_factor,
+    started_fields,
+    time_to_first_audio_ms,
+)
 from .link import Inbound, MqttLink
 
 _LOGGER = logging.getLogger(__name__)
@@ -63,32 +69,15 @@ class MqttReporter:
         self._emit(job, "queued", position=position, text_chars=len(job.request.text))
 
     def started(self, job: Job) -> None:
-        wait = _ms(job.started_at, job.request.received_at)
-        build = {"voice": job.voice.name, **job.voice.build.as_dict()}
-        self._emit(job, "started", queue_wait_ms=wait, build=build)
+        self._emit(job, "started", **started_fields(job))
 
     def finished(self, job: Job) -> None:
-        utt = job.utterance
-        ttfa = _ms(utt.first_sample_at if utt else None, job.request.received_at)
-        rtf = job.synth_seconds / job.audio_seconds if job.audio_seconds else None
         self.telemetry.count("played")
-        self.telemetry.answered("mqtt", ttfa, rtf)
-        self.telemetry.observe("synthesis_ms", job.synth_seconds * 1000)
-        self._emit(
-            job,
-            "finished",
-            time_to_first_audio_ms=ttfa,
-            queue_wait_ms=_ms(job.started_at, job.request.received_at),
-            audio_ms=round(job.audio_seconds * 1000),
-            synthesis_ms=round(job.synth_seconds * 1000),
-            real_time_factor=round(rtf, 4) if rtf is not None else None,
-            chunks=len(job.chunks or []),
-            cached_chunks=job.cached_chunks,
-            first_chunk_chars=len(job.chunks[0].text) if job.chunks else None,
-            stages_ms=_stages(job),
-            voices=list(dict.fromkeys(chunk.voice.name for chunk in job.chunks or [])),
-            builds={c.voice.name: c.voice.build.as_dict() for c in job.chunks or []},
+        self.telemetry.answered(
+            job.request.door, time_to_first_audio_ms(job), real_time_factor(job)
         )
+        self.telemetry.observe("synthesis_ms", job.synth_seconds * 1000)
+        self._emit(job, "finished", **finished_fields(job))
         self._hermes_done(job)
 
     def rejected(self, job: Job, reason: str) -> None:
@@ -156,22 +145,3 @@ class MqttReporter:
                 self.topics.hermes_error, hermes_error(hermes[0], hermes[1], reason, "")
             )
         self.link.ack(inbound)
-
-
-def _stages(job: Job) -> dict[str, float | None]:
-    """Milliseconds from the message's arrival to each step towards the first sound:
-    planned (text front-end done), the first chunk's synthesis started, its first audio
-    ready, that audio written to the output (time_to_first_audio_ms: its first sample
-    handed to the device)."""
-    first = job.chunks[0] if job.chunks else None
-    received = job.request.received_at
-    return {
-        "planned": _ms(job.planned_at, received),
-        "synthesis_started": _ms(first.started_at if first else None, received),
-        "first_audio": _ms(first.first_audio_at if first else None, received),
-        "first_written": _ms(job.first_written_at, received),
-    }
-
-
-def _ms(end: float | None, start: float) -> float | None:
-    return None if end is None else round((end - start) * 1000, 1)

@@ -29,7 +29,7 @@ import numpy as np
 from ..cache.serving import ChunkAudio, PhraseCache, cached_audio
 from ..config import SynthesisSettings
 from ..text import EmptyTextError
-from ..voice.base import SpeechOptions, SpeechVoice
+from ..voice.base import SpeechOptions, SpeechVoice, Tuning
 from ..voice.registry import Voices
 from .jobs import Chunk, StepTask
 from .routing import Router
@@ -253,14 +253,16 @@ class Responses:
         language: str | None = None,
         speaker: str | None = None,
         speed: float | None = None,
+        tuning: Tuning | None = None,
     ) -> Response:
         """A new response for a client of `door` ("wyoming", "http": its name and its
         telemetry label) in the voice it named (by name, else by language, else the
-        default voice), `speed` times as fast as the voice's own pace. ValueError
-        (UnknownVoiceError) for a voice or speaker there is not."""
+        default voice), `speed` times as fast as the voice's own pace, or with the
+        model's scales a Piper client gives (`tuning`). ValueError (UnknownVoiceError) for
+        a voice or speaker there is not."""
         name = f"{door}-{next(self._names)}"
         chosen = self._voices.choose(voice, language)
-        options = self._voices.options_for(chosen, speaker=speaker, speed=speed)
+        options = self._voices.options_for(chosen, speaker=speaker, speed=speed, tuning=tuning)
         chosen.speaker_id(options.speaker)
         response = Response(self, VoiceChoice(name, chosen, options), emit, streaming, door)
         with self.lock:

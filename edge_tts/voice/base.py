@@ -45,6 +45,16 @@ class SpeechOptions:
 
 
 @dataclass(frozen=True)
+class Tuning:
+    """The model's own scales, as a Piper client gives them (None: the voice's): absolute
+    values, where a request's `speed` is relative to the configured pace."""
+
+    length_scale: float | None = None
+    noise_scale: float | None = None
+    noise_w: float | None = None
+
+
+@dataclass(frozen=True)
 class BuildInfo:
     """Which build of a voice runs, and how: shown in telemetry and events."""
 

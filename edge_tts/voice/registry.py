@@ -9,9 +9,8 @@ from pathlib import Path
 
 from ..config import Settings, VoiceSettings
 from ..text.languages import primary_language
-from ..voice.base import SpeechOptions
 from . import builds, files, voice_dir
-from .base import SpeechVoice
+from .base import SpeechOptions, SpeechVoice, Tuning
 from .model import Voice
 from .two_stage import TwoStageVoice
 
@@ -92,15 +91,20 @@ class Voices:
         speaker: str | None = None,
         speed: float | None = None,
         volume: float | None = None,
+        tuning: Tuning | None = None,
     ) -> SpeechOptions:
         """How `voice` speaks: `speaker` (else its configured one), its configured pace at
-        `speed`, at `volume` (default 1)."""
+        `speed`, at `volume` (default 1); `tuning` sets the model's own scales (a pace
+        given there replaces the configured one and `speed`)."""
         vs = self.settings_for(voice)
+        tuning = tuning or Tuning()
         base = vs.length_scale or voice.length_scale
         return SpeechOptions(
             speaker=speaker if speaker is not None else vs.speaker,
-            length_scale=base / (speed or 1.0),
+            length_scale=tuning.length_scale or base / (speed or 1.0),
             volume=volume if volume is not None else 1.0,
+            noise_scale=tuning.noise_scale,
+            noise_w=tuning.noise_w,
         )
 
     def settings_for(self, voice: SpeechVoice) -> VoiceSettings:

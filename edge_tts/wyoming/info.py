@@ -25,7 +25,7 @@ def describe(voices: Voices) -> Info:
         attribution=_ATTRIBUTION,
         installed=True,
         description="Piper voices on onnxruntime, from the edge-tts daemon",
-        version=_version(),
+        version=program_version(),
         voices=listed,
         supports_synthesize_streaming=True,
     )
@@ -53,7 +53,7 @@ def _voice(name: str, voice: SpeechVoice) -> TtsVoice:
     )
 
 
-def _version() -> str | None:
+def program_version() -> str | None:
     try:
         return metadata.version(PROGRAM)
     except metadata.PackageNotFoundError:  # run from a source tree without installing

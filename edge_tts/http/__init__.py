@@ -1,0 +1,21 @@
+"""An HTTP server, so scripts, Node-RED and OpenAI- or Piper-compatible clients can use
+this device without MQTT: speech streamed back to the client, /say played here, health
+and Prometheus metrics. One more front door to the same engine (speech/).
+
+door.py        the part: listening, the connection limit, aiohttp's own errors, stop
+routes.py      the application: routes, the token, CORS, errors into JSON
+shared.py      what every route shares
+speech_api.py  OpenAI's /v1/audio/speech and Piper's /synthesize, streamed
+audio_out.py   one engine response as an HTTP body: chunked as made, or whole
+invoke_api.py  /invoke and /download, through the bounded pool (pool.py)
+say_api.py     /say and /requests/{id}, through the request tracker (tracker.py)
+info_api.py    /voices and /health
+metrics.py     /metrics: the telemetry in Prometheus' format
+fields.py      a JSON body within bounds, and its fields' checks
+errors.py      errors in OpenAI's JSON shape
+"""
+
+from .door import HttpServer, Refused
+from .tracker import RequestTracker
+
+__all__ = ["HttpServer", "Refused", "RequestTracker"]

@@ -1,0 +1,221 @@
+"""One engine response for one HTTP request, as the event loop sees it: its pieces of
+audio, written to the client as the decoder makes them (chunked), or gathered whole.
+
+The status line and headers go out with the first piece of audio, not before: until
+then a failure (text with nothing speakable) is still a proper JSON error. A piece is
+counted as taken (`Response.written`) only once the client's socket took it, so a client
+that reads nothing stops its synthesis after MAX_BACKLOG_S of audio (speech/responses.py)
+and is dropped after `http.write_timeout`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import time
+from collections.abc import AsyncIterator
+
+import numpy as np
+from aiohttp import web
+
+from ..speech.responses import Failed, Finished, Out, Response, emit_to
+from ..voice.base import Tuning
+from .errors import ApiError, log_error
+from .shared import Door
+
+_LOGGER = logging.getLogger("edge_tts.http")
+
+UNKNOWN_SIZE = 0xFFFFFFFF  # a streamed WAV's RIFF and data sizes: read to the end
+
+
+class Answer:
+    """The audio of one text in one voice, from the engine's workers."""
+
+    def __init__(self, door: Door, response: Response, queue: asyncio.Queue[Out]) -> None:
+        self.door = door
+        self.response = response
+        self.rate = response.choice.rate
+        self.started = time.monotonic()
+        self.first_at: float | None = None
+        self.audio_s = 0.0
+        self._queue = queue
+        self._done = False
+
+    @classmethod
+    def open(
+        cls,
+        door: Door,
+        text: str,
+        *,
+        voice: str | None = None,
+        language: str | None = None,
+        speaker: str | None = None,
+        speed: float | None = None,
+        tuning: Tuning | None = None,
+    ) -> Answer:
+        """The engine starts on `text` at once; 400 for a voice or speaker there is not."""
+        queue: asyncio.Queue[Out] = asyncio.Queue()  # bounded by the response's backlog
+        try:
+            response = door.responses.open(
+                emit_to(queue, asyncio.get_running_loop()),
+                door="http",
+                streaming=False,
+                voice=voice,
+                language=language,
+                speaker=speaker,
+                speed=speed,
+                tuning=tuning,
+            )
+        except ValueError as err:  # BadRequest: an unknown voice, language or speaker
+            raise ApiError(400, "invalid_voice", str(err), param="voice") from None
+        response.add_text(text)
+        response.close_input()
+        return cls(door, response, queue)
+
+    async def pieces(self) -> AsyncIterator[np.ndarray]:
+        """Each piece as it is made; ApiError for a response that fails."""
+        while True:
+            item = await self._queue.get()
+            if isinstance(item, np.ndarray):
+                if self.first_at is None:
+                    self.first_at = time.monotonic()
+                self.audio_s += len(item) / self.rate
+                yield item
+            elif isinstance(item, Failed):
+                self._done = True
+                status = 400 if item.code == "bad-text" else 500
+                raise ApiError(status, item.code.replace("-", "_"), item.text, param="input")
+            else:
+                assert isinstance(item, Finished)
+                self._done = True
+                self._count()
+                return
+
+    def taken(self, pcm: np.ndarray) -> None:
+        """The client (or the pool) has this piece: the engine may make more."""
+        self.response.written(len(pcm) / self.rate)
+
+    def cancel(self) -> None:
+        """The client is gone or the answer failed: the engine drops what is left."""
+        if not self._done:
+            self.response.cancel()
+
+    async def whole(self) -> np.ndarray:
+        """Every piece, joined (for /invoke)."""
+        parts = []
+        async for pcm in self.pieces():
+            parts.append(pcm)
+            self.taken(pcm)
+        return np.concatenate(parts) if parts else np.zeros(0, np.int16)
+
+    def _count(self) -> None:
+        ttfa = (self.first_at - self.started) * 1000 if self.first_at else None
+        rtf = self.response.synth_seconds / self.audio_s if self.audio_s else None
+        self.door.telemetry.answered("http", ttfa, rtf)
+
+
+def wav_header(rate: int, frames: int | None = None) -> bytes:
+    """A 16-bit mono PCM WAV header; `frames` None for a stream of unknown length."""
+    data = UNKNOWN_SIZE if frames is None else frames * 2
+    riff = UNKNOWN_SIZE if frames is None else 36 + data
+    fmt = struct.pack("<HHIIHH", 1, 1, rate, rate * 2, 2, 16)
+    return (
+        b"RIFF"
+        + struct.pack("<I", riff)
+        + b"WAVEfmt "
+        + struct.pack("<I", 16)
+        + fmt
+        + (b"data" + struct.pack("<I", data))
+    )
+
+
+def wav_bytes(pcm: np.ndarray, rate: int) -> bytes:
+    return wav_header(rate, len(pcm)) + pcm.astype("<i2").tobytes()
+
+
+def audio_headers(fmt: str, rate: int) -> dict[str, str]:
+    """What the body is: WAV, or raw 16-bit little-endian mono PCM at `rate`."""
+    kind = "audio/wav" if fmt == "wav" else "audio/pcm"
+    return {
+        "Content-Type": kind,
+        "X-Sample-Rate": str(rate),
+        "X-Sample-Width": "2",
+        "X-Channels": "1",
+        "Cache-Control": "no-store",
+    }
+
+
+async def stream(request: web.Request, answer: Answer, fmt: str) -> web.StreamResponse:
+    """`answer`'s audio to the client as it is made: WAV (with a header of unknown size)
+    or raw PCM, chunked. A failure before the first piece raises ApiError (a JSON
+    error); after it, the connection is cut, so the client sees an incomplete body, not
+    a short file that looks whole."""
+    try:
+        pieces = answer.pieces()
+        first = await anext(pieces, None)
+        resp = web.StreamResponse(headers=audio_headers(fmt, answer.rate))
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        try:
+            if fmt == "wav":
+                await _write(resp, wav_header(answer.rate), answer)
+            if first is not None:
+                await _write_pcm(resp, first, answer)
+                async for pcm in pieces:
+                    await _write_pcm(resp, pcm, answer)
+            await resp.write_eof()
+        except (ApiError, ConnectionError) as err:
+            _cut(request, answer, err)
+            return resp
+        _log_done(request, answer)
+        return resp
+    finally:
+        answer.cancel()
+
+
+async def _write_pcm(resp: web.StreamResponse, pcm: np.ndarray, answer: Answer) -> None:
+    await _write(resp, pcm.astype("<i2").tobytes(), answer)
+    answer.taken(pcm)
+
+
+async def _write(resp: web.StreamResponse, data: bytes, answer: Answer) -> None:
+    """One write, within `write_timeout`: a client that takes nothing is dropped."""
+    timeout = answer.door.settings.write_timeout
+    try:
+        async with asyncio.timeout(timeout):
+            await resp.write(data)
+    except TimeoutError:
+        raise Dropped(f"took none of its audio for {timeout:g} s") from None
+
+
+class Dropped(ConnectionError):
+    """The client does not read: its connection is cut."""
+
+
+def _log_done(request: web.Request, answer: Answer) -> None:
+    first = (
+        f"first audio after {(answer.first_at - answer.started) * 1000:.0f} ms"
+        if answer.first_at
+        else "no audio"
+    )
+    _LOGGER.info(
+        "HTTP %s: %s %s: %s, %.1f s of audio in %.1f s",
+        *(request.remote, request.path, answer.response.name, first, answer.audio_s),
+        time.monotonic() - answer.started,
+    )
+
+
+def _cut(request: web.Request, answer: Answer, err: Exception) -> None:
+    """A stream that cannot go on after its first bytes: the connection is cut (there is
+    no status left to send), counted and logged."""
+    if request.transport is not None:
+        request.transport.abort()
+    answer.door.telemetry.count("http_errors")
+    reason = err.message if isinstance(err, ApiError) else str(err) or type(err).__name__
+    log_error(
+        request.remote,
+        f"{request.method} {request.path}",
+        200,
+        f"cut after {answer.audio_s:.1f} s of audio: {reason}",
+    )

@@ -1,0 +1,93 @@
+"""A request's JSON body, read within bounds (its size, the time it may take to arrive),
+and the checks of its fields: every bad value gets a 400 that names the field."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from typing import Any
+
+from aiohttp import web
+
+from .errors import ApiError, bad_request
+
+
+async def read_body(request: web.Request, timeout: float) -> bytes:
+    """The whole body; 408 when it does not arrive within `timeout` (a client that sent
+    half and stalls), 413 beyond the application's `client_max_size`."""
+    try:
+        async with asyncio.timeout(timeout):
+            return await request.read()
+    except TimeoutError:
+        # Closed after the answer: half a body leaves nothing to read a next request from.
+        message = f"the body did not arrive within {timeout:g} s"
+        raise ApiError(408, "timeout", message, close=True) from None
+    except web.HTTPRequestEntityTooLarge as err:
+        raise ApiError(413, "too_large", err.text or "the body is too large") from None
+
+
+async def read_json(request: web.Request, timeout: float) -> dict[str, Any]:
+    """The body as a JSON object."""
+    body = await read_body(request, timeout)
+    try:
+        data = json.loads(body)
+    except RecursionError:
+        raise bad_request("JSON is nested too deeply", code="invalid_json") from None
+    except ValueError as err:  # UnicodeDecodeError is one
+        raise bad_request(f"the body is not valid JSON: {err}", code="invalid_json") from None
+    if not isinstance(data, dict):
+        raise bad_request("the body must be a JSON object", code="invalid_json")
+    return data
+
+
+def text(body: dict[str, Any], name: str, max_chars: int) -> str:
+    """A required, non-empty text of at most `max_chars` characters."""
+    value = body.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise bad_request(f"'{name}' must be a non-empty string", name, "missing_text")
+    if len(value) > max_chars:
+        raise bad_request(
+            f"'{name}' is {len(value)} characters; the limit is {max_chars}", name, "too_long"
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise bad_request(f"'{name}' contains an unpaired UTF-16 surrogate", name) from None
+    return value
+
+
+def optional_text(body: dict[str, Any], name: str) -> str | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > 200:
+        raise bad_request(f"'{name}' must be a string of at most 200 characters", name)
+    return value
+
+
+def number(body: dict[str, Any], name: str, low: float, high: float) -> float | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise bad_request(f"'{name}' must be a number", name)
+    if not low <= value <= high:
+        raise bad_request(f"'{name}' must be within {low:g}-{high:g}, got {value:g}", name)
+    return float(value)
+
+
+def speaker(body: dict[str, Any], name: str) -> str | None:
+    """A speaker's name or number, as text (how the voices take it)."""
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise bad_request(f"'{name}' must be a speaker's name or number", name)
+    return str(value)[:200]
+
+
+def unknown(body: dict[str, Any], known: set[str]) -> None:
+    extra = sorted(set(body) - known)
+    if extra:
+        raise bad_request(f"unknown field(s) {', '.join(extra)}", extra[0], "unknown_field")

@@ -1,0 +1,134 @@
+"""The HTTP door's own parts without a daemon: the /invoke pool's bounds, the request
+tracker's bounds and waiters, the reporters' fan-out, the WAV header, the settings."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import wave
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from edge_tts.config import ConfigError, settings_from_mapping
+from edge_tts.http.audio_out import wav_bytes, wav_header
+from edge_tts.http.pool import AudioPool, PoolFull
+from edge_tts.http.tracker import RequestTracker
+from edge_tts.messages.request import SayRequest
+from edge_tts.speech.jobs import Job
+from edge_tts.speech.listeners import Listener, Reporters
+from edge_tts.voice.base import SpeechOptions
+
+from .support.fakes import FakeVoice
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_pool_is_bounded_in_entries_bytes_and_age() -> None:
+    clock = Clock()
+    pool = AudioPool(max_entries=2, max_bytes=100, ttl=10, clock=clock)
+    pool.reserve()
+    first = pool.put(b"a" * 40)
+    pool.reserve()
+    with pytest.raises(PoolFull) as full:
+        pool.reserve()  # one stored, one being made: no third place
+    assert full.value.retry_after == 10
+    second = pool.put(b"b" * 40)
+    assert pool.take(first) == b"a" * 40 and pool.take(first) is None  # once
+    pool.reserve()
+    with pytest.raises(PoolFull):
+        pool.put(b"c" * 61)  # 40 + 61 bytes would exceed 100; its place is released
+    clock.now = 10.0
+    assert pool.take(second) is None  # expired
+    assert pool.gauges() == {"entries": 0, "bytes": 0}
+    pool.reserve()
+    pool.reserve()  # both places free again
+
+
+def job(request_id: str, text: str = "Hello.") -> Job:
+    request = SayRequest(id=request_id, text=text, key=f"{request_id}#{text}")
+    return Job(request=request, deliveries=[], voice=FakeVoice(), options=SpeechOptions())
+
+
+def test_the_tracker_keeps_the_latest_event_of_a_bounded_number_of_requests() -> None:
+    tracker = RequestTracker(max_requests=2)
+    tracker.queued(job("a"), 0)
+    found = tracker.get("a")
+    assert found is not None and found[0]["event"] == "queued" and not found[1]
+    tracker.rejected(job("a"), "queue full")
+    found = tracker.get("a")
+    assert found is not None and found[0]["reason"] == "queue full" and found[1]
+    tracker.queued(job("b"), 0)
+    tracker.queued(job("c"), 1)
+    assert tracker.get("a") is None  # the oldest went
+    assert tracker.get("c") is not None
+
+
+def test_a_waiter_wakes_at_the_final_event_from_another_thread() -> None:
+    tracker = RequestTracker()
+    tracker.queued(job("a"), 0)
+
+    async def wait() -> Any:
+        waiting = asyncio.create_task(tracker.wait_final("a", 30))
+        await asyncio.sleep(0)  # one turn of the loop (not a wait for time): it registers
+        await asyncio.to_thread(tracker.expired, job("a"))
+        return await waiting
+
+    event, final = asyncio.run(wait())
+    assert event["event"] == "expired" and final
+
+
+class Broken(Listener):
+    def finished(self, job: Job) -> None:
+        raise RuntimeError("a listener's bug")
+
+
+class Counting(Listener):
+    def __init__(self) -> None:
+        self.finished_ids: list[str] = []
+
+    def finished(self, job: Job) -> None:
+        self.finished_ids.append(job.request.id)
+
+
+def test_a_failing_listener_reaches_neither_the_engine_nor_the_others() -> None:
+    primary, after = Counting(), Counting()
+    reporters = Reporters(primary, [Broken(), after])
+    reporters.finished(job("a"))
+    reporters.queued(job("b"), 0)  # defaults: nothing happens
+    assert primary.finished_ids == ["a"] and after.finished_ids == ["a"]
+
+
+def test_wav_headers_whole_and_streamed() -> None:
+    pcm = np.arange(-50, 50, dtype=np.int16)
+    with wave.open(io.BytesIO(wav_bytes(pcm, 16000))) as wav:
+        assert (wav.getframerate(), wav.getnframes()) == (16000, 100)
+        assert np.array_equal(np.frombuffer(wav.readframes(100), "<i2"), pcm)
+    streamed = wav_header(22050) + pcm.astype("<i2").tobytes()
+    with wave.open(io.BytesIO(streamed)) as wav:
+        assert np.array_equal(np.frombuffer(wav.readframes(wav.getnframes()), "<i2"), pcm)
+
+
+def test_http_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CREDENTIALS_DIRECTORY", raising=False)
+    lan = settings_from_mapping({"http": {"uri": "tcp://0.0.0.0:8380"}}).http
+    assert not lan.loopback and lan.token() is None
+    for uri in ("tcp://127.0.0.1:8380", "tcp://[::1]:8380", "tcp://localhost:1", "unix:///x"):
+        assert settings_from_mapping({"http": {"uri": uri}}).http.loopback, uri
+    (tmp_path / "http-token").write_text("s3cret-s3cret-s3cret\n")
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(tmp_path))
+    assert lan.token() == "s3cret-s3cret-s3cret"  # the systemd credential
+    short = tmp_path / "short"
+    short.write_text("abc")
+    with pytest.raises(ConfigError, match="at least 16"):
+        settings_from_mapping({"http": {"token_file": str(short)}}).http.token()
+    with pytest.raises(ConfigError, match="cors_origins"):
+        settings_from_mapping({"http": {"cors_origins": ["example.com"]}})
