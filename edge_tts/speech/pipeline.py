@@ -168,7 +168,13 @@ class Pipeline:
         audio = self._cached_audio(job, chunk, index == 0)
         try:
             pieces = render(
-                chunk.voice, chunk.text, chunk.options, index == 0, self.output_rate, audio
+                chunk.voice,
+                chunk.text,
+                chunk.options,
+                index == 0,
+                self.output_rate,
+                audio,
+                silence=chunk.silence,
             )
             for pcm in pieces:
                 if chunk.first_audio_at is None:

@@ -188,7 +188,10 @@ class Response:
         started = time.monotonic()
         audio = self._work.cached_audio(chunk, first, self.name)
         try:
-            for pcm in render(chunk.voice, chunk.text, chunk.options, first, rate, audio):
+            pieces = render(
+                chunk.voice, chunk.text, chunk.options, first, rate, audio, silence=chunk.silence
+            )
+            for pcm in pieces:
                 with self._lock:
                     if self._over:
                         return
