@@ -151,7 +151,7 @@ class Pipeline:
         try:
             job.voice.speaker_id(job.options.speaker)
             request = job.request
-            job.chunks = self.router.plan(request.text, job.voice, job.options, request.speed)
+            job.chunks = self.router.plan(request.speech, job.voice, job.options, request.speed)
         except (EmptyTextError, ValueError) as err:
             job.plan_error = str(err)
         except Exception as err:

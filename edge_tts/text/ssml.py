@@ -27,6 +27,7 @@ from . import say_as as say_as_text
 from .document import SAY_AS_KINDS, Break, Document, Piece, SayAs, Span, Style
 from .readings import ALPHABETS, Reading
 
+TEXT_FORMATS: Final = ("text", "ssml")  # what a request's text_format may say
 MAX_DEPTH: Final = 32  # elements inside one another; real SSML is 3-5 deep
 MAX_BREAK_S: Final = 10.0
 # <break strength>, in seconds; W3C leaves the durations to the engine (these are Azure's).
@@ -86,6 +87,8 @@ def parse(text: str, *, max_chars: int) -> Document:
     """The document `text` describes; SsmlError says what is wrong and where."""
     if len(text) > max_chars:
         raise SsmlError(f"SSML is {len(text)} characters; the limit is {max_chars}")
+    if not text.lstrip().startswith("<"):
+        raise SsmlError(f"SSML must be a <speak> element; the text starts {text[:20]!r}")
     return _Parser().run(text)
 
 
