@@ -30,6 +30,7 @@ from ..speech.jobs import Chunk, StepTask
 from ..speech.routing import Router
 from ..speech.synthesis import SpeechOptions, render
 from ..text import EmptyTextError
+from ..text.document import Document
 from ..voice.base import SpeechVoice
 from ..voice.registry import Voices
 
@@ -82,7 +83,7 @@ class Response:
         self._work = work
         self._lock = work.lock
         self._emit = emit
-        self._texts: deque[str] = deque()  # to plan
+        self._texts: deque[str | Document] = deque()  # to plan (a text, or SSML parsed)
         self._chunks: deque[Chunk] = deque()  # planned, to synthesize
         self._planned = False  # the first text was planned (its first chunk is short)
         self._spoken = False  # the first chunk was synthesized (it started the audio)
@@ -95,7 +96,7 @@ class Response:
 
     # --- from the connection (event loop thread) -----------------------------------
 
-    def add_text(self, text: str) -> None:
+    def add_text(self, text: str | Document) -> None:
         with self._lock:
             if self._over:
                 return
@@ -281,7 +282,7 @@ class WyomingWork:
                     return response.take()
         return None
 
-    def plan(self, response: Response, text: str, first: bool) -> list[Chunk]:
+    def plan(self, response: Response, text: str | Document, first: bool) -> list[Chunk]:
         """`text`'s chunks, routed by writing system as an MQTT request's are. A stream's
         sentence with nothing to say (a lone "...") is skipped; the text of a plain
         request must have something (EmptyTextError)."""
