@@ -38,13 +38,14 @@ def run(args: argparse.Namespace) -> int:
     from ..voice.model import share_runtime
 
     try:
-        settings = load_settings(args.config, _overrides(args.set))
+        overrides = _overrides(args.set)
+        settings = load_settings(args.config, overrides)
     except ConfigError as err:
         return fail(EXIT_REFUSED, f"{args.config}: {err}")
     setup_logging("DEBUG" if args.verbose else settings.log_level)
     share_runtime(settings.synthesis.threads)  # this process owns every session it runs
     try:
-        return Daemon(settings).run()
+        return Daemon(settings, reload=lambda: load_settings(args.config, overrides)).run()
     except (StartupRefused, ModelIntegrityError) as err:
         _LOGGER.critical("Refusing to start: %s", err)
         return fail(EXIT_REFUSED, str(err))
@@ -66,15 +67,21 @@ def _overrides(pairs: list[str]) -> dict[str, object]:
 
 def check_config(args: argparse.Namespace) -> int:
     from ..config import ConfigError, load_settings
+    from ..text import lexicon
 
     try:
         settings = load_settings(args.config)
     except ConfigError as err:
         return fail(EXIT_REFUSED, f"{args.config}: {err}")
+    try:
+        entries = lexicon.load(settings.text.lexicon, settings.text.lexicon_file)
+    except lexicon.LexiconError as err:
+        return fail(EXIT_REFUSED, f"{args.config}: {err}")
     voices = ", ".join(settings.voices)
     print(
         f"{args.config}: OK (device {settings.device_id}, broker "
-        f"{settings.broker.host}:{settings.broker.port}, voices {voices})"
+        f"{settings.broker.host}:{settings.broker.port}, voices {voices}, "
+        f"{len(entries)} lexicon entries)"
     )
     _report_state_files(settings)
     return tune.print_choices(settings, set_aside=False)

@@ -11,10 +11,11 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Callable
 
 from ..audio.sinks import open_output
 from ..cache.wiring import CacheService
-from ..config import Settings
+from ..config import ConfigError, Settings
 from ..homeassistant.controls import Controls, optional_subscriptions
 from ..messages.topics import Topics
 from ..mqtt.intake import Intake
@@ -24,6 +25,8 @@ from ..speech.dedupe import FILE_NAME as PLAYED_FILE
 from ..speech.dedupe import PlayedStore
 from ..speech.pipeline import Pipeline
 from ..speech.routing import Router
+from ..text import lexicon
+from ..text.lexicon import Lexicon
 from ..voice import files
 from ..voice.base import SpeechVoice
 from ..voice.integrity import ModelIntegrityError
@@ -46,10 +49,21 @@ class StartupRefused(RuntimeError):
 
 
 class Daemon:
-    def __init__(self, settings: Settings, notifier: Notifier | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        notifier: Notifier | None = None,
+        reload: Callable[[], Settings] | None = None,
+    ):
+        """`reload` reads the settings again (SIGHUP: the lexicon is replaced with theirs)."""
         self.settings = settings
         s = settings
         self.notifier = notifier or Notifier()
+        self._reload = reload
+        try:
+            self.lexicon = Lexicon(lexicon.load(s.text.lexicon, s.text.lexicon_file))
+        except lexicon.LexiconError as err:
+            raise StartupRefused(str(err)) from err
         self.stop_event = threading.Event()
         self.topics = Topics(s.topic_prefix, s.device_id, s.hermes.enabled)
         self.telemetry = Telemetry()
@@ -82,7 +96,7 @@ class Daemon:
             reporter=self.reporter,
             telemetry=self.telemetry,
             played=self.played,
-            router=Router(s.synthesis, self.voices),
+            router=Router(s.synthesis, self.voices, self.lexicon),
             cache=self.cache.lookup,
         )
         self.cache.attach(self.pipeline.schedule, self.voices, self.pipeline.router)
@@ -93,7 +107,14 @@ class Daemon:
         self.controls = Controls(s, self.topics, self.link, self.pipeline, self.output)
         # HA Assist's TTS over Wyoming: the pipeline's workers, ranked below local playback.
         self.wyoming = (
-            WyomingServer(s, self.voices, self.pipeline.schedule, self.telemetry, self.cache.lookup)
+            WyomingServer(
+                s,
+                self.voices,
+                self.pipeline.schedule,
+                self.telemetry,
+                self.cache.lookup,
+                self.lexicon,
+            )
             if s.wyoming.uri is not None
             else None
         )
@@ -201,6 +222,25 @@ class Daemon:
 
         signal.signal(signal.SIGTERM, handle)
         signal.signal(signal.SIGINT, handle)
+        signal.signal(signal.SIGHUP, lambda _signum, _frame: self.reload_lexicon())
+
+    def reload_lexicon(self) -> None:
+        """The lexicon of the settings as they are now (their file, and the file it names),
+        in place of the one in use; on any error the one in use stays, with the reason
+        logged. Nothing else is reloaded."""
+        if self._reload is None:
+            _LOGGER.warning("Received SIGHUP; no settings file to reload the lexicon from")
+            return
+        try:
+            text = self._reload().text
+            entries = lexicon.load(text.lexicon, text.lexicon_file)
+        except (ConfigError, lexicon.LexiconError) as err:
+            _LOGGER.error(
+                "Lexicon not reloaded (%d entries stay in use): %s", len(self.lexicon), err
+            )
+            return
+        self.lexicon.replace(entries)
+        _LOGGER.info("Lexicon reloaded: %d entries", len(entries))
 
 
 __all__ = ["Daemon", "StartupRefused"]

@@ -23,6 +23,7 @@ from ..text import EmptyTextError
 from ..text.document import PLAIN, Break, Document, Span, Style, plain_document
 from ..text.frontend import normalize, split_chunks
 from ..text.languages import primary_language
+from ..text.lexicon import Entry, Lexicon
 from ..text.readings import Reading, has_readings, placeholder, restore, without_private_use
 from ..text.say_as import render as say_as_text
 from ..text.scripts import native_scripts, script_of
@@ -66,11 +67,17 @@ class _Group:
 class Router:
     """Splits a text into segments by writing system and plans their chunks."""
 
-    def __init__(self, synthesis: SynthesisSettings, voices: Voices | None = None):
+    def __init__(
+        self,
+        synthesis: SynthesisSettings,
+        voices: Voices | None = None,
+        lexicon: Lexicon | None = None,
+    ):
         """Without `voices` (`edge-ttsd say`, tests of the pipeline) the voice asked for
-        speaks everything."""
+        speaks everything. `lexicon`: the daemon's (text.lexicon), which it may replace."""
         self._voices = voices
         self._synthesis = synthesis
+        self._lexicon = lexicon
 
     def plan(
         self,
@@ -86,6 +93,8 @@ class Router:
         speakable, ValueError (UnsupportedScriptError) for text no configured voice reads
         or a span naming a voice or language there is not, with the reason."""
         document = plain_document(text) if isinstance(text, str) else text
+        if self._lexicon is not None:
+            document = self._lexicon.apply(document, lambda e, s: self._applies(e, s, voice))
         groups, trailing = self._groups(document, voice)
         chunks: list[Chunk] = []
         pending = 0.0  # silence of the breaks since the last chunk
@@ -162,10 +171,18 @@ class Router:
             elif piece.say_as is not None:
                 yield _Item(piece, self._script_voice(piece.text, primary))
             else:
-                for segment in self.segments(piece.text, primary):
-                    letters = any(script_of(c) for c in segment.text)
-                    run = replace(piece, text=segment.text)
-                    yield _Item(run, segment.voice if letters else None)
+                yield from self._plain_items(piece, primary)
+
+    def _plain_items(self, span: Span, primary: SpeechVoice) -> Iterator[_Item]:
+        """A plain span by writing system. What comes before its first letter (". " after
+        a word the lexicon replaced) goes with the span before it, as in a plain text."""
+        text = span.text
+        first = next((i for i, c in enumerate(text) if script_of(c)), len(text))
+        if first:
+            yield _Item(replace(span, text=text[:first]), None)
+        if first < len(text):
+            for segment in self.segments(text[first:], primary):
+                yield _Item(replace(span, text=segment.text), segment.voice)
 
     def _script_voice(self, text: str, primary: SpeechVoice) -> SpeechVoice | None:
         """The voice of the first letters in `text`; None when it has none."""
@@ -198,17 +215,7 @@ class Router:
     def _reading_voice(self, span: Span, reading: Reading, primary: SpeechVoice) -> SpeechVoice:
         """The voice that reads phonemes of the reading's alphabet: the span's own when it
         names one, else the one its writing system goes to, the primary, the language's."""
-        candidates: list[SpeechVoice | None]
-        if span.style.voice is not None or span.style.language is not None:
-            candidates = [self._forced_voice(span, primary)]
-        else:
-            language = _READING_LANGUAGE[reading.alphabet]
-            candidates = [
-                self._script_voice(span.text, primary),
-                primary,
-                self._language_voice(language, primary),
-                *(self._voices.all().values() if self._voices else ()),
-            ]
+        candidates = self._reading_candidates(span, reading, primary)
         for voice in candidates:
             if voice is not None and voice.alphabet == reading.alphabet:
                 return voice
@@ -219,6 +226,42 @@ class Router:
                 f"{_at(span)}voice {named.name} reads {reads} phonemes, not {reading.alphabet}"
             )
         raise ValueError(f"{_at(span)}no configured voice reads {reading.alphabet} phonemes")
+
+    def _reading_candidates(
+        self, span: Span, reading: Reading, primary: SpeechVoice
+    ) -> list[SpeechVoice | None]:
+        if span.style.voice is not None or span.style.language is not None:
+            return [self._forced_voice(span, primary)]
+        language = _READING_LANGUAGE[reading.alphabet]
+        return [
+            self._script_voice(span.text, primary),
+            primary,
+            self._language_voice(language, primary),
+            *(self._voices.all().values() if self._voices else ()),
+        ]
+
+    def _applies(self, entry: Entry, span: Span, primary: SpeechVoice) -> bool:
+        """Whether a lexicon entry applies to `span`, the text it matched. An entry with a
+        scope applies where a voice of its scope reads the text (and reads its phonemes);
+        one without, wherever a voice reads its phonemes ("Huawei = pinyin: hua2 wei2"
+        sends the word to the Mandarin voice) or, for an alias, anywhere."""
+        try:
+            if entry.scope is None and entry.reading is not None:
+                return bool(self._reading_voice(span, entry.reading, primary))
+            if span.style.voice is not None or span.style.language is not None:
+                voice = self._forced_voice(span, primary)
+            else:
+                voice = self._script_voice(span.text, primary) or primary
+        except ValueError:
+            return False  # no voice for it: the entry does not apply (a forced one says so)
+        if entry.reading is not None and voice.alphabet != entry.reading.alphabet:
+            return False
+        return entry.scope is None or self._in_scope(entry.scope, voice)
+
+    def _in_scope(self, scope: str, voice: SpeechVoice) -> bool:
+        if self._voices is not None and scope == self._voices.name_of(voice):
+            return True
+        return scope == voice.name or primary_language(scope) == primary_language(voice.language)
 
     # --- how ------------------------------------------------------------------------------
 
@@ -327,7 +370,7 @@ def _written(spans: Document | list[Span]) -> str:
 
 
 def _at(span: Span) -> str:
-    return f"SSML {span.where}: " if span.where else ""
+    return f"{span.where}: " if span.where else ""
 
 
 def _runs(text: str) -> list[tuple[str, str | None]]:

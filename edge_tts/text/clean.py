@@ -9,7 +9,7 @@ import re
 import unicodedata
 from typing import Final
 
-from edge_tts.text.readings import PLACEHOLDERS, PRIVATE_USE
+from edge_tts.text.readings import PLACEHOLDERS
 
 # Explicit replacements, checked before the Unicode category rules below.
 _REPLACEMENTS: Final[dict[str, str]] = {
@@ -170,11 +170,9 @@ def clean(text: str, *, placeholders: bool = False) -> str:
     return tidy(text)
 
 
-# A reading (readings.py) stands in a text as private-use characters, which clean() drops
-# from everything a user sends: there they are a word to say.
-_SPEAKABLE: Final = re.compile(rf"[^\W_]|[{PRIVATE_USE}]")
+_SPEAKABLE: Final = re.compile(r"[^\W_]")
 
 
 def is_speakable(text: str) -> bool:
-    """True when the text holds at least one letter or digit (any script), or a reading."""
+    """True when the text holds at least one letter or digit (any script)."""
     return _SPEAKABLE.search(text) is not None

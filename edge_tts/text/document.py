@@ -58,7 +58,8 @@ class Span:
     style: Style = PLAIN
     say_as: SayAs | None = None
     reading: Reading | None = None
-    where: str = field(default="", compare=False, repr=False)  # "line 3, column 5": for errors
+    # Where it was written, for errors: "SSML line 3, column 5", "lexicon.txt line 7".
+    where: str = field(default="", compare=False, repr=False)
 
     @property
     def plain(self) -> bool:

@@ -4,9 +4,9 @@ text to the voice that reads them.
 A chunk's text is what the cache keys, the logs show and the voice turns into ids, so a
 reading travels in it, between Private Use Area marks: `clean()` drops every such
 character from a request's text, so no text a user sends can contain one, and no plain
-text is ever read as phonemes. While the front-end splits a text into chunks, each
-reading stands as one placeholder character (also private use), so no cut falls inside
-it and its length does not count as letters.
+text is ever read as phonemes. While the front-end normalizes and splits a text
+into chunks, each reading stands as a placeholder word (a letter and a private-use
+character), so no rule reads into it and no cut falls inside it.
 
     "Turn onto \\ue000ˈkæstɹoʊ\\ue002 street."    an IPA reading (espeak-ng phonemes)
     "欢迎来到\\ue001chong2 qing4\\ue002"             a pinyin reading (the Mandarin voice)
@@ -30,9 +30,16 @@ _NOTATION: Final = re.compile("([\ue000\ue001])([^\ue002]*)\ue002")
 _FIRST_PLACEHOLDER: Final = 0xF0000
 _LAST_PLACEHOLDER: Final = 0xFFFFD
 PLACEHOLDERS: Final = "\U000f0000-\U000ffffd"  # a character class's body
-_PLACEHOLDER: Final = re.compile(f"[{PLACEHOLDERS}]")
+# A placeholder is a capital and a private-use character: a capitalized word to the
+# normalizers ("Mr." before it is "Mister", a period before it ends a sentence), that no
+# text a user sends can hold.
+_LETTER: Final = "Q"  # in no rule of the expanders (units, symbols)
+_PLACEHOLDER: Final = re.compile(f"{_LETTER}?[{PLACEHOLDERS}]")
 PRIVATE_USE: Final = "\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd"
 _PRIVATE: Final = re.compile(f"[{PRIVATE_USE}]")
+# What no reading may hold: controls, and the private-use marks readings travel between.
+_NOT_PHONEME: Final = re.compile(f"[\x00-\x1f\x7f{PRIVATE_USE}]")
+_PINYIN: Final = re.compile(r"[a-zü]+[1-5]")
 MAX_READINGS: Final = _LAST_PLACEHOLDER - _FIRST_PLACEHOLDER + 1
 
 
@@ -46,6 +53,28 @@ class Reading:
 
     def notation(self) -> str:
         return _OPEN[self.alphabet] + self.phonemes + _CLOSE
+
+
+def reading(alphabet: str, phonemes: str) -> Reading:
+    """A reading as a user writes it (SSML's `ph`, a lexicon entry), checked: ValueError
+    says what is wrong. Whitespace runs become one space; pinyin is lowercased, v is ü."""
+    if alphabet not in ALPHABETS:
+        raise ValueError(f"alphabet {alphabet!r} is not one of {', '.join(ALPHABETS)}")
+    phonemes = " ".join(phonemes.split())
+    if not phonemes:
+        raise ValueError("has no phonemes")
+    if _NOT_PHONEME.search(phonemes):
+        raise ValueError("holds control or private-use characters")
+    if alphabet == "ipa":
+        return Reading("ipa", phonemes)
+    phonemes = phonemes.lower()
+    wrong = [s for s in phonemes.split() if not _PINYIN.fullmatch(s.replace("v", "ü"))]
+    if wrong:
+        raise ValueError(
+            f"x-pinyin syllable {wrong[0]!r} is not pinyin with a tone digit 1-5 "
+            "(5: neutral), e.g. chong2"
+        )
+    return Reading("x-pinyin", phonemes)
 
 
 def has_readings(text: str) -> bool:
@@ -74,12 +103,12 @@ def readable(text: str) -> str:
 def placeholder(index: int) -> str:
     if not 0 <= index < MAX_READINGS:
         raise ValueError(f"at most {MAX_READINGS} readings in one text")
-    return chr(_FIRST_PLACEHOLDER + index)
+    return _LETTER + chr(_FIRST_PLACEHOLDER + index)
 
 
 def restore(text: str, readings: list[Reading]) -> str:
     """`text` with each placeholder replaced by its reading's notation."""
-    return _PLACEHOLDER.sub(lambda m: readings[ord(m[0]) - _FIRST_PLACEHOLDER].notation(), text)
+    return _PLACEHOLDER.sub(lambda m: readings[ord(m[0][-1]) - _FIRST_PLACEHOLDER].notation(), text)
 
 
 def without_private_use(text: str) -> str:

@@ -25,7 +25,7 @@ from xml.parsers import expat
 
 from . import say_as as say_as_text
 from .document import SAY_AS_KINDS, Break, Document, Piece, SayAs, Span, Style
-from .readings import ALPHABETS, Reading
+from .readings import ALPHABETS, Reading, reading
 
 TEXT_FORMATS: Final = ("text", "ssml")  # what a request's text_format may say
 MAX_DEPTH: Final = 32  # elements inside one another; real SSML is 3-5 deep
@@ -65,10 +65,7 @@ _PERCENT: Final = re.compile(r"\s*([+-]?)(\d+(?:\.\d+)?)\s*%\s*")
 _NUMBER: Final = re.compile(r"\s*(\d+(?:\.\d+)?)\s*")
 _DECIBELS: Final = re.compile(r"\s*([+-]?\d+(?:\.\d+)?)\s*dB\s*")
 _LANGUAGE: Final = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*")
-_PINYIN: Final = re.compile(r"[a-zü]+[1-5]")
 _TERMINATOR: Final = re.compile(r"[.!?;。！？；][\"')\]”’」』]*\s*$")
-# Characters no reading may hold: controls and the private-use marks readings travel in.
-_NOT_PHONEME: Final = re.compile("[\x00-\x1f\x7f\ue000-\uf8ff\U000f0000-\U0010ffff]")
 _ELEMENTS: Final = (
     "speak, p, s, break, say-as, sub, prosody (rate, volume), lang, voice, phoneme, mark"
 )
@@ -138,12 +135,11 @@ class _Parser:
     # --- positions and errors ---------------------------------------------------------
 
     def _where(self) -> str:
-        return (
-            f"line {self._parser.CurrentLineNumber}, column {self._parser.CurrentColumnNumber + 1}"
-        )
+        line, column = self._parser.CurrentLineNumber, self._parser.CurrentColumnNumber + 1
+        return f"SSML line {line}, column {column}"
 
     def _fail(self, reason: str, where: str | None = None) -> NoReturn:
-        raise SsmlError(f"SSML {where or self._where()}: {reason}")
+        raise SsmlError(f"{where or self._where()}: {reason}")
 
     # --- expat's handlers -----------------------------------------------------------------
 
@@ -324,21 +320,10 @@ class _Parser:
         self._pieces.append(Span(written, frame.style, reading=reading, where=frame.where))
 
     def _reading(self, frame: _Frame) -> Reading:
-        alphabet = frame.attrs["alphabet"].strip()
-        phonemes = " ".join(frame.attrs["ph"].split())
-        if _NOT_PHONEME.search(phonemes):
-            self._fail("phoneme ph holds control or private-use characters", frame.where)
-        if alphabet == "x-pinyin":
-            phonemes = phonemes.lower()
-            wrong = [s for s in phonemes.split() if not _PINYIN.fullmatch(s.replace("v", "ü"))]
-            if wrong:
-                self._fail(
-                    f"x-pinyin syllable {wrong[0]!r} is not pinyin with a tone digit 1-5 "
-                    "(5: neutral), e.g. chong2",
-                    frame.where,
-                )
-            return Reading("x-pinyin", phonemes)
-        return Reading("ipa", phonemes)
+        try:
+            return reading(frame.attrs["alphabet"].strip(), frame.attrs["ph"])
+        except ValueError as err:
+            self._fail(f"phoneme ph {err}", frame.where)
 
     def _end_sentence(self, frame: _Frame) -> None:
         """<p> and <s> end a sentence: a period where their text ends without a mark, and

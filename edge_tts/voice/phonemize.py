@@ -14,6 +14,8 @@ from . import espeak
 _LOGGER = logging.getLogger(__name__)
 
 BOS, EOS, PAD = "^", "$", "_"
+_MARKS = ".,;:!?"  # punctuation a Piper voice reads as phonemes
+_LEADING = _MARKS + " \"')]"  # what may stand between a reading and the next word
 
 
 class UnsupportedVoiceError(ValueError):
@@ -41,14 +43,26 @@ def _with_readings(text: str, config: PiperConfig) -> list[str]:
     phonemes: list[str] = []
     for part in parts(text):
         if isinstance(part, Reading):
-            piece = _reading_phonemes(part, config)
-        else:
-            sentences = espeak.sentences(config.espeak_voice, part, config.vowel_clusters)
-            piece = [phoneme for sentence in sentences for phoneme in sentence]
-        if phonemes and piece and phonemes[-1] != " " and piece[0] != " ":
-            phonemes.append(" ")  # the word gap the text had around it
-        phonemes.extend(piece)
+            _extend(phonemes, _reading_phonemes(part, config))
+            continue
+        words = part.lstrip(_LEADING)
+        # The marks right after a reading ("[ipa: ...], later"): espeak-ng drops those
+        # that start a text, but the voice reads them, for pause and intonation.
+        marks = [c for c in part[: len(part) - len(words)] if c in config.phoneme_id_map]
+        marks = [c for c in marks if c in _MARKS]
+        phonemes.extend(marks)
+        if marks and marks[-1] in ",;:":
+            phonemes.append(" ")  # as espeak.sentences puts after a clause mark
+        if words.strip():
+            sentences = espeak.sentences(config.espeak_voice, words, config.vowel_clusters)
+            _extend(phonemes, [phoneme for sentence in sentences for phoneme in sentence])
     return phonemes
+
+
+def _extend(phonemes: list[str], piece: list[str]) -> None:
+    if phonemes and piece and phonemes[-1] != " " and piece[0] != " ":
+        phonemes.append(" ")  # the word gap the text had around it
+    phonemes.extend(piece)
 
 
 def _reading_phonemes(reading: Reading, config: PiperConfig) -> list[str]:

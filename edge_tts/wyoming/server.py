@@ -26,6 +26,7 @@ from ..cache.serving import PhraseCache
 from ..config import Settings
 from ..daemon.telemetry import Telemetry
 from ..speech.schedule import Schedule
+from ..text.lexicon import Lexicon
 from ..voice.registry import Voices
 from .connection import Connection
 from .context import Context
@@ -48,12 +49,13 @@ class WyomingServer:
         schedule: Schedule,
         telemetry: Telemetry,
         cache: PhraseCache | None = None,
+        lexicon: Lexicon | None = None,
     ) -> None:
         if settings.wyoming.uri is None:
             raise ValueError("the Wyoming server needs wyoming.uri")
         self.uri = settings.wyoming.uri
         self.max_clients = settings.wyoming.max_clients
-        self.work = WyomingWork(settings, voices, schedule.wake, cache)
+        self.work = WyomingWork(settings, voices, schedule.wake, cache, lexicon)
         self._schedule = schedule
         max_data = data_limit(settings.queue.max_text_chars)
         self._ctx = Context(

@@ -31,6 +31,7 @@ from ..speech.routing import Router
 from ..speech.synthesis import SpeechOptions, render
 from ..text import EmptyTextError
 from ..text.document import Document
+from ..text.lexicon import Lexicon
 from ..voice.base import SpeechVoice
 from ..voice.registry import Voices
 
@@ -229,6 +230,7 @@ class WyomingWork:
         voices: Voices,
         wake: Callable[[], None],
         cache: PhraseCache | None = None,
+        lexicon: Lexicon | None = None,
     ) -> None:
         self.lock = threading.Lock()
         self.wake = wake  # the schedule's: an idle worker looks for work again
@@ -237,10 +239,10 @@ class WyomingWork:
         self._responses: deque[Response] = deque()
         self._names = itertools.count(1)
         synthesis = settings.synthesis
-        self._first_router = Router(synthesis, voices)
+        self._first_router = Router(synthesis, voices, lexicon)
         # A stream's later sentences need no short first chunk: audio is already flowing.
         rest = dataclasses.replace(synthesis, first_chunk_chars=synthesis.max_chunk_chars)
-        self._rest_router = Router(rest, voices)
+        self._rest_router = Router(rest, voices, lexicon)
 
     def open(
         self,
