@@ -1,4 +1,4 @@
-"""`edge-ttsd run` (the daemon) and `edge-ttsd check-config`."""
+"""`edge-ttsd run` (the daemon), `edge-ttsd check-config` and `edge-ttsd check-lexicon`."""
 
 from __future__ import annotations
 
@@ -29,6 +29,9 @@ def add_parsers(sub: Subparsers) -> None:
     p = sub.add_parser("check-config", help="validate a settings file; non-zero exit if bad")
     p.add_argument("config", type=Path)
     p.set_defaults(func=check_config)
+    p = sub.add_parser("check-lexicon", help="validate a lexicon file; non-zero exit if bad")
+    p.add_argument("lexicon", type=Path)
+    p.set_defaults(func=check_lexicon)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,6 +88,19 @@ def check_config(args: argparse.Namespace) -> int:
     )
     _report_state_files(settings)
     return tune.print_choices(settings, set_aside=False)
+
+
+def check_lexicon(args: argparse.Namespace) -> int:
+    """A lexicon file as the daemon would read it (the Ansible role checks one before it
+    replaces the old)."""
+    from ..text import lexicon
+
+    try:
+        entries = lexicon.load([], args.lexicon)
+    except lexicon.LexiconError as err:
+        return fail(EXIT_REFUSED, str(err))
+    print(f"{args.lexicon}: OK ({len(entries)} entries)")
+    return 0
 
 
 def _report_state_files(settings: Any) -> None:
