@@ -197,6 +197,9 @@ def test_a_billion_laughs_is_refused_before_any_expansion() -> None:
         ("  \n<speak version='1.0'>", True),
         ("<?xml version='1.0'?>\n<speak>", True),
         ("<speak/>", True),
+        ('<!DOCTYPE speak [<!ENTITY a "a">]><speak>&a;</speak>', True),  # to be refused
+        ("<!-- note --><speak>Hi</speak>", True),
+        ("<!DOCTYPE html><p>Hi</p>", False),
         ("<speaker>Hi</speaker>", False),
         ("Use <speak> tags", False),
         ("1 < 2", False),

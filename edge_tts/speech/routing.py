@@ -96,23 +96,33 @@ class Router:
         if self._lexicon is not None:
             document = self._lexicon.apply(document, lambda e, s: self._applies(e, s, voice))
         groups, trailing = self._groups(document, voice)
+        chunks = self._chunks(groups, voice, options, speed)
+        if not chunks:
+            excerpt = text[:40] if isinstance(text, str) else _written(document)[:40]
+            raise EmptyTextError(f"text has nothing speakable: {excerpt!r}")
+        if trailing:
+            chunks[-1] = _with_silence(chunks[-1], after=trailing)
+        return chunks
+
+    def _chunks(
+        self, groups: list[_Group], voice: SpeechVoice, options: SpeechOptions, speed: float | None
+    ) -> list[Chunk]:
+        """Each group's chunks; the silence of a break before a group goes after the chunk
+        before it, or before the first chunk of all."""
         chunks: list[Chunk] = []
         pending = 0.0  # silence of the breaks since the last chunk
         for group in groups:
             pending += group.silence_before
             group_options = self._options(group, voice, options, speed)
             first_chars = self._synthesis.first_chunk_chars if not chunks else None
-            for index, piece in enumerate(self._chunk_texts(group, first_chars)):
-                if chunks and index == 0 and pending:
+            for piece in self._chunk_texts(group, first_chars):
+                if chunks and pending:
                     chunks[-1] = _with_silence(chunks[-1], after=pending)
                 before = pending if not chunks else 0.0
                 chunks.append(Chunk(piece, group.voice, group_options, silence=(before, 0.0)))
                 pending = 0.0
-        if not chunks:
-            excerpt = text[:40] if isinstance(text, str) else _written(document)[:40]
-            raise EmptyTextError(f"text has nothing speakable: {excerpt!r}")
-        if pending + trailing:
-            chunks[-1] = _with_silence(chunks[-1], after=pending + trailing)
+        if chunks and pending:  # breaks after the last group that said something
+            chunks[-1] = _with_silence(chunks[-1], after=pending)
         return chunks
 
     # --- which voice ---------------------------------------------------------------------
@@ -377,11 +387,15 @@ def _runs(text: str) -> list[tuple[str, str | None]]:
     """Runs of letters of one script; other characters join the run they stand in (the
     one before them, or the first one when the text starts with them)."""
     runs: list[tuple[str, str | None]] = []
-    for char in text:
+    start, current = 0, None
+    for index, char in enumerate(text):
         script = script_of(char)
-        if runs and (script is None or script == runs[-1][1] or runs[-1][1] is None):
-            kept = runs[-1][1] if script is None else script
-            runs[-1] = (runs[-1][0] + char, kept)
-        else:
-            runs.append((char, script))
+        if script is None or script == current:
+            continue
+        if current is not None:
+            runs.append((text[start:index], current))
+            start = index
+        current = script
+    if start < len(text):
+        runs.append((text[start:], current))
     return runs

@@ -59,7 +59,9 @@ VOLUMES: Final[Mapping[str, float]] = {
 RATE_RANGE: Final = (0.2, 5.0)  # one <prosody rate>, as a multiplier
 VOLUME_RANGE: Final = (0.0, 4.0)  # one <prosody volume>, as a gain
 
-_START: Final = re.compile(r"\s*(?:<\?xml[^>]*\?>\s*)?<speak[\s/>]")
+# An XML document whose root is <speak>: after a declaration, a comment or a DOCTYPE (which
+# is then refused, not read aloud as tags).
+_START: Final = re.compile(r"\s*(?:<\?xml[^>]*\?>\s*)?(?:<!DOCTYPE\s+speak\b|<!--|<speak[\s/>])")
 _TIME: Final = re.compile(r"\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s)\s*")
 _PERCENT: Final = re.compile(r"\s*([+-]?)(\d+(?:\.\d+)?)\s*%\s*")
 _NUMBER: Final = re.compile(r"\s*(\d+(?:\.\d+)?)\s*")
@@ -76,7 +78,8 @@ class SsmlError(ValueError):
 
 
 def looks_like_ssml(text: str) -> bool:
-    """A text that starts with <speak (after an XML declaration, if any)."""
+    """A text that starts with <speak (after an XML declaration, a comment or a DOCTYPE
+    naming speak)."""
     return _START.match(text) is not None
 
 
