@@ -16,7 +16,8 @@ Payload classes (weights in CLASSES): valid requests (all optional fields, valid
 plain text and JSON strings, texts that expire (ttl 0, expires_at in the past), emoji /
 RTL / CJK / combining marks, NUL and control characters (raw and \\u-escaped, lone
 surrogates), random bytes, random printable text, invalid UTF-8, truncated and mutated
-JSON, deep nesting (up to 100,000 levels), JSON that is not an object, a wrong type or
+JSON, malformed SSML (cut, mismatched, unknown elements and values, DTDs, entities),
+deep nesting (up to 100,000 levels), JSON that is not an object, a wrong type or
 out-of-range value for each field (text, id, priority, voice, speaker, speed, volume, ttl,
 expires_at, interrupt), unknown fields, unknown voices, huge strings (over
 queue.max_text_chars, in text, id, voice, unknown fields, plain text), runs without

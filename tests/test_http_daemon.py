@@ -229,6 +229,24 @@ def test_piper_clients_get_a_wav_with_their_scales(server: Http) -> None:
     assert status == 400 and json.loads(data)["error"]["param"] == "text"
 
 
+def test_synthesize_and_invoke_read_ssml_and_refuse_bad_markup(server: Http) -> None:
+    """The HTTP door gets SSML as every door does: a break is silence in the WAV, and
+    markup that does not parse is a 400 that says where, never spoken as tags."""
+    _, _, plain = server.request("POST", "/synthesize", {"text": PHRASE})
+    marked = f'<speak>{PHRASE}<break time="700ms"/></speak>'
+    status, _, data = server.request(
+        "POST", "/synthesize", {"text": marked, "text_format": "ssml"}
+    )
+    rate, frames = read_wav(data)
+    _, plain_frames = read_wav(plain)
+    assert status == 200 and abs((frames - plain_frames) / rate - 0.7) < 0.05
+    for path in ("/synthesize", "/invoke"):
+        status, _, data = server.request("POST", path, {"text": "<speak><s>Open</speak>"})
+        error = json.loads(data)["error"]
+        assert status == 400 and error["code"] == "invalid_ssml", error
+        assert "line 1" in error["message"] and error["param"] == "text"
+
+
 def metric(server: Http, name: str, labels: dict[str, str] | None = None) -> float | None:
     """One sample of the daemon's /metrics, read by Prometheus' own parser."""
     _, _, data = server.request("GET", "/metrics")

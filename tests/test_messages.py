@@ -162,3 +162,40 @@ def test_an_id_is_one_request_only_together_with_its_text() -> None:
 def test_the_retained_flag_does_not_change_parsing() -> None:
     # The daemon, not the parser, skips the broker's retained copies (see test_reliability).
     assert parse_say(env("Hello", retained=True), 100).text == "Hello"
+
+
+def test_ssml_is_a_payload_starting_with_speak_or_a_json_text_format() -> None:
+    plain = parse_say(env("<speak>Door <break time='1s'/>open.</speak>"), 200)
+    assert plain.document is not None and len(plain.document) == 3
+    marked = parse_say(env(json.dumps({"text": "<speak>Hi</speak>", "text_format": "ssml"})), 200)
+    assert marked.document is not None and marked.speech == marked.document
+    spoken_as_text = {"text": "<speak>Hi</speak>", "text_format": "text"}
+    assert parse_say(env(json.dumps(spoken_as_text)), 200).document is None
+    assert parse_say(env("1 < 2 and 3 > 2"), 200).document is None  # plain stays plain
+    assert parse_say(env("1 < 2"), 200).speech == "1 < 2"
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        ("<speak>Door <break time='1s'>open.</speak>", "mismatched tag at line 1, column 37"),
+        ({"text": "Door", "text_format": "ssml"}, "SSML must be a <speak> element"),
+        ({"text": "Hi", "text_format": "html"}, "'text_format' must be one of text, ssml"),
+        ({"text": "Hi", "text_format": 1}, "'text_format' must be a str"),
+        ("<speak><emphasis>Hi</emphasis></speak>", "line 1, column 8: <emphasis> is not supported"),
+    ],
+)
+def test_bad_ssml_is_a_bad_request_saying_where(
+    payload: str | dict[str, object], reason: str
+) -> None:
+    data = payload if isinstance(payload, str) else json.dumps(payload)
+    with pytest.raises(BadRequest, match=reason):
+        parse_say(env(data), 200)
+
+
+def test_an_ssml_request_is_the_same_request_as_the_plain_text_it_says() -> None:
+    plain = parse_say(env('{"text": "Front door open.", "id": "door"}'), 200)
+    marked = {"text": "<speak>Front door open.</speak>", "id": "door"}
+    slow = {"text": '<speak><prosody rate="slow">Front door open.</prosody></speak>', "id": "door"}
+    assert parse_say(env(json.dumps(marked)), 200).key == plain.key
+    assert parse_say(env(json.dumps(slow)), 200).key != plain.key

@@ -126,3 +126,23 @@ def test_say_plays_through_alsa_in_real_time(sound_card: VirtualSoundCard) -> No
     span = (loud[-1] - loud[0]) / 22050
     assert seconds - 0.6 <= span <= elapsed
     assert np.count_nonzero(played) / 22050 <= seconds + 0.1
+
+
+def test_say_ssml_starts_with_its_break_in_exact_silence(tmp_path: Path) -> None:
+    out = tmp_path / "ssml.wav"
+    text = '<speak><break time="1s"/>Gate <say-as interpret-as="characters">B12</say-as>.</speak>'
+    result = run_cli("say", "--ssml", "--out", str(out), text)
+    assert result.returncode == 0, result.stderr
+    _, pcm = read_wav(out)
+    second = 22050
+    assert not pcm[:second].any()  # the break, after the WAV's lead-in: digital zeros
+    assert np.sqrt(np.mean((pcm[second:] / 32768.0) ** 2)) > 0.02
+
+
+def test_say_refuses_bad_ssml_saying_where(tmp_path: Path) -> None:
+    result = run_cli(
+        "say", "--out", str(tmp_path / "x.wav"), "<speak>Hi <emphasis>there</emphasis>"
+    )
+    assert result.returncode == 2  # usage
+    assert "SSML line 1, column 11: <emphasis> is not supported" in result.stderr
+    assert not (tmp_path / "x.wav").exists()

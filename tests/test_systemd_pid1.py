@@ -359,6 +359,18 @@ def test_unit_becomes_active_only_after_ready(machine: Machine) -> None:
     assert fields["NoNewPrivs"].strip() == "1"
     assert fields["Seccomp"].strip() == "2"
 
+    # `systemctl reload` (ExecReload=) reads the lexicon again, in the same process.
+    reload = machine.systemctl("reload", UNIT, timeout=60)
+    assert reload.returncode == 0, reload.stdout + reload.stderr
+    wait_until(
+        lambda: "Lexicon reloaded: " in machine.journal("-b", "-u", UNIT),
+        60,
+        "the daemon to log its lexicon reload",
+        machine.diagnostics,
+        interval=POLL_S,
+    )
+    assert machine.show()["MainPID"] == pid
+
     # And it speaks: a say request over MQTT comes back finished.
     recorder = Recorder(machine.broker.plain_port, ["edge-tts/#"])
     try:

@@ -75,6 +75,7 @@ def test_service_type_watchdog_and_restart_policy(unit: run_sandboxed.Unit) -> N
         "--config",
         "/etc/edge-tts/edge-tts.yaml",
     ]
+    assert unit.words("ExecReload") == ["/bin/sh", "-c", 'kill -HUP "$MAINPID"']  # the lexicon
 
 
 def test_identity_credentials_and_state(unit: run_sandboxed.Unit) -> None:

@@ -25,6 +25,7 @@ from wyoming.tts import (
     SynthesizeChunk,
     SynthesizeStart,
     SynthesizeStop,
+    SynthesizeTextFormat,
     SynthesizeVoice,
 )
 
@@ -239,6 +240,93 @@ def test_a_voice_that_is_not_there_is_an_error(
 def test_text_with_nothing_to_say_is_an_error(rig: Rig) -> None:
     events = run(synthesize(rig, Synthesize(text=" ?! ").event()))
     assert Error.from_event(events[-1][1]).code == "bad-text"
+
+
+# --- SSML (text_format, wyoming 1.10) ----------------------------------------------------
+
+
+def test_describe_says_it_reads_ssml(rig: Rig) -> None:
+    async def ask() -> Event:
+        async with rig.client() as client:
+            await client.write_event(Describe().event())
+            return (await collect(client, "info"))[0][1]
+
+    event = run(ask())
+    assert [program["supports_ssml"] for program in event.data["tts"]] == [True]
+    assert "SSML" in (Info.from_event(event).tts[0].description or "")  # a wyoming 1.10 client
+
+
+def test_ssml_synthesize_plays_its_break_as_exact_silence(rig: Rig) -> None:
+    body = "Hello there.<break time='1s'/> How are you?"
+    marked = Synthesize(text=f"<speak>{body}</speak>", text_format=SynthesizeTextFormat.SSML)
+    plain = Synthesize(text="Hello there. How are you?")
+    with_break, without = (audio_of(run(synthesize(rig, e.event()))) for e in (marked, plain))
+    assert with_break.size - without.size == RATE  # the fake voice: the same audio besides
+    lead_in = ms_to_frames(LEAD_IN_MS, RATE)
+    speech = np.flatnonzero(with_break[lead_in:])
+    assert np.diff(speech).max() > RATE  # a run of zeros longer than the break
+
+
+def test_a_synthesize_starting_with_speak_is_ssml_unless_it_says_text(rig: Rig) -> None:
+    markup = "<speak>Hi <say-as interpret-as='characters'>AB</say-as></speak>"
+    spelled = audio_of(run(synthesize(rig, Synthesize(text="Hi eh B").event())))
+    assert np.array_equal(audio_of(run(synthesize(rig, Synthesize(text=markup).event()))), spelled)
+    as_text = Synthesize(text=markup, text_format=SynthesizeTextFormat.TEXT)
+    assert audio_of(run(synthesize(rig, as_text.event()))).size > spelled.size  # the tags, read
+
+
+def test_an_ssml_stream_is_parsed_whole_at_its_stop(rig: Rig) -> None:
+    pieces = ("<speak>Hel", "lo.<br", "eak time='500ms'/> By", "e.</s", "peak>")
+    marked = [
+        SynthesizeStart(text_format=SynthesizeTextFormat.SSML).event(),
+        *(SynthesizeChunk(text=piece).event() for piece in pieces),
+        SynthesizeStop().event(),
+    ]
+    plain = [SynthesizeStart().event(), SynthesizeChunk(text="Hello. Bye.").event()]
+    with_break = run(synthesize(rig, *marked))
+    assert types(with_break) == ["audio-start", "audio-chunk", "audio-stop"]
+    without = audio_of(run(synthesize(rig, *plain, SynthesizeStop().event())))
+    assert audio_of(with_break).size - without.size == RATE // 2
+
+
+@pytest.mark.parametrize(
+    ("events", "code", "text"),
+    [
+        (
+            [Synthesize(text="<speak>Hi<break time='1s'></speak>")],
+            "bad-ssml",
+            "SSML is not well-formed XML: mismatched tag at line 1, column 29",
+        ),
+        (
+            [Synthesize(text="<speak><audio src='x.wav'/></speak>")],
+            "bad-ssml",
+            "SSML line 1, column 8: <audio> is not supported",
+        ),
+        (
+            [
+                SynthesizeStart(text_format=SynthesizeTextFormat.SSML),
+                SynthesizeChunk(text="<speak>Hi <emphasis>"),
+                SynthesizeChunk(text="there</emphasis></speak>"),
+                SynthesizeStop(),
+            ],
+            "bad-ssml",
+            "SSML line 1, column 11: <emphasis> is not supported",
+        ),
+        ([Synthesize(text="Hi", text_format="html")], "bad-request", "text_format must be one of"),
+    ],
+)
+def test_bad_ssml_gets_one_error_saying_where_and_no_audio(
+    rig: Rig,
+    events: list[Synthesize | SynthesizeStart | SynthesizeChunk | SynthesizeStop],
+    code: str,
+    text: str,
+) -> None:
+    answer = run(synthesize(rig, *(e.event() for e in events)))
+    assert [e for e in types(answer) if e.startswith("audio")] == []
+    assert types(answer)[-1] == "error"
+    error = Error.from_event(answer[-1][1])
+    assert error.code == code and error.text.startswith(text)
+    assert_still_serves(rig)
 
 
 # --- streaming ------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 import shutil
 import tempfile
 import urllib.request
@@ -25,7 +26,7 @@ from edge_tts.audio.dsp import ms_to_frames
 from edge_tts.config import AudioSettings
 
 from .support.broker import Broker, free_port
-from .support.daemon_proc import DaemonProcess, daemon_config
+from .support.daemon_proc import REPO, DaemonProcess, daemon_config
 from .support.homeassistant import HomeAssistant, ha_venv, wait_for
 from .support.rootfs import ci_cache
 
@@ -77,7 +78,9 @@ def rig() -> Iterator[Rig]:
                 shutil.rmtree(root, ignore_errors=True)
 
 
-def test_home_assistant_speaks_through_the_wyoming_server(rig: Rig) -> None:
+@pytest.fixture(scope="module")
+def engine(rig: Rig) -> str:
+    """HA's tts entity for the server, added as HA's UI adds it."""
     ha = rig.ha
     entry = ha.flow("wyoming", {"host": "127.0.0.1", "port": rig.wyoming_port})
     assert entry["state"] == "loaded", entry
@@ -90,13 +93,23 @@ def test_home_assistant_speaks_through_the_wyoming_server(rig: Rig) -> None:
         ]
         return mine[0] if mine else None
 
-    engine = wait_for(tts_entity, "HA's tts entity for the server", ha)
+    found: str = wait_for(tts_entity, "HA's tts entity for the server", ha)
+    return found
+
+
+def speak(ha: HomeAssistant, engine: str, message: str) -> tuple[int, np.ndarray]:
+    """The WAV HA's TTS API makes of `message` with the server's voice."""
+    body = {"engine_id": engine, "message": message, "options": {"preferred_format": "wav"}}
+    url = ha.rest("POST", "/api/tts_get_url", body)
+    return read_wav(fetch(ha, url["path"]))
+
+
+def test_home_assistant_speaks_through_the_wyoming_server(rig: Rig, engine: str) -> None:
+    ha = rig.ha
     provider = ha.ws("tts/engine/get", engine_id=engine)["provider"]
     assert "en_US" in provider["supported_languages"]
 
-    body = {"engine_id": engine, "message": TEXT, "options": {"preferred_format": "wav"}}
-    url = ha.rest("POST", "/api/tts_get_url", body)
-    rate, audio = read_wav(fetch(ha, url["path"]))
+    rate, audio = speak(ha, engine, TEXT)
 
     assert rate == RATE
     lead_in = ms_to_frames(AudioSettings().lead_in_ms, RATE)
@@ -109,6 +122,27 @@ def test_home_assistant_speaks_through_the_wyoming_server(rig: Rig) -> None:
     assert list(rig.wav_dir.glob("*.wav")) == []  # nothing was played on the device
     rig.daemon.wait_log(r"Wyoming 127\.0\.0\.1:\d+: wyoming-\d+ done")
     assert ha.errors_about("wyoming", "Wyoming") == []
+
+
+def test_a_message_in_ssml_from_home_assistant_is_read_as_ssml(rig: Rig, engine: str) -> None:
+    """The README's example. HA 2025.4.4 (wyoming 1.5.4) sends no text_format: its message
+    goes as it is, and a message starting with <speak is SSML here, as on MQTT."""
+    readme = (REPO / "README.md").read_text("utf-8")
+    found = re.search(r'entity_id: (tts\.\S+)\n.*?message: "(<speak.*?</speak>)"', readme, re.S)
+    assert found is not None, "README's tts.speak example"
+    assert found[1] == engine  # the README names the entity HA makes
+    message = found[2]
+    rate, audio = speak(rig.ha, engine, message)
+    assert rate == RATE
+    lead_in = ms_to_frames(AudioSettings().lead_in_ms, RATE)
+    sound = np.flatnonzero(audio[lead_in:])
+    assert sound.size and np.diff(sound).max() > 2 * RATE  # the break: 2 s of digital zeros
+    assert ha_errors(rig) == []
+
+
+def ha_errors(rig: Rig) -> list[str]:
+    errors: list[str] = rig.ha.errors_about("wyoming", "Wyoming")
+    return errors
 
 
 def fetch(ha: HomeAssistant, path: str) -> bytes:

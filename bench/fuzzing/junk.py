@@ -206,6 +206,38 @@ def g_unknown_voice(rng: random.Random, rid: str) -> Case:
     return Case(0, "unknown_voice", f"voice {voice[:30]!r}", dumps(fields), "reject")
 
 
+SSML = (
+    "<speak>Gate <say-as interpret-as='characters'>B12</say-as> closes.<break time='700ms'/>"
+    "<p>Please <prosody rate='slow'>hurry</prosody>.</p></speak>"
+)
+SSML_BREAKS: list[tuple[str, Callable[[random.Random, str], str]]] = [
+    ("cut", lambda rng, s: s[: rng.randint(8, len(s) - 2)]),  # no proper prefix is whole
+    ("closing tag renamed", lambda rng, s: s.replace("</prosody>", "</prosodi>")),
+    ("unknown element", lambda rng, s: s.replace("<p>", "<p><emphasis>x</emphasis>")),
+    ("unknown attribute", lambda rng, s: s.replace("<break ", "<break pitch='x' ")),
+    ("bad break", lambda rng, s: s.replace("700ms", rng.choice(["soon", "11s", "-1s", "ms"]))),
+    ("bad say-as", lambda rng, s: s.replace("characters", rng.choice(["emoji", "", "date"]))),
+    ("bad rate", lambda rng, s: s.replace("'slow'", rng.choice(["'warp'", "'900%'", "''"]))),
+    ("DTD", lambda rng, s: '<!DOCTYPE speak [<!ENTITY a "a">]>' + s.replace("Gate", "&a;")),
+    ("entity", lambda rng, s: s.replace("Gate", rng.choice(["&nbsp;", "&#0;", "&a"]))),
+    ("nested 40", lambda rng, s: s.replace("<p>", "<p>" + "<s>" * 40 + "x" + "</s>" * 40)),
+    ("audio", lambda rng, s: s.replace("<p>", "<p><audio src='http://x/a.wav'/>")),
+    ("text after", lambda rng, s: s + "tail"),
+]
+
+
+def g_malformed_ssml(rng: random.Random, rid: str) -> Case:
+    """SSML broken in a way the parser must refuse (tests/support/ssml_cases.py has the
+    systematic list): sent as JSON with text_format ssml, or as a plain <speak payload."""
+    what, breaks = rng.choice(SSML_BREAKS)
+    document = breaks(rng, SSML)
+    if rng.random() < 0.5:
+        payload = dumps({"id": rid, "text": document, "text_format": "ssml"})
+    else:
+        payload = document.encode()
+    return Case(0, "malformed_ssml", what, payload, "reject")
+
+
 EMPTY = (b"", b" ", b"\n", b"\t \r\n", b'{"text": ""}', b'{"text": " "}', b'""', b"\x00")
 
 

@@ -30,6 +30,7 @@ CLASSES: list[tuple[str, float, Generator]] = [
     ("random_text", 1, lambda rng, rid, _: text_cases.g_random_text(rng, rid)),
     ("invalid_utf8", 7, lambda rng, rid, _: junk.g_invalid_utf8(rng, rid)),
     ("malformed_json", 12, lambda rng, rid, _: junk.g_malformed(rng, rid)),
+    ("malformed_ssml", 6, lambda rng, rid, _: junk.g_malformed_ssml(rng, rid)),
     ("deep_nesting", 5, lambda rng, rid, _: junk.g_deep(rng, rid)),
     ("non_object_json", 3, lambda rng, rid, _: junk.g_non_object(rng, rid)),
     ("wrong_type", 16, lambda rng, rid, _: junk.g_wrong_type(rng, rid)),

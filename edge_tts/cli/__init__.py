@@ -1,5 +1,5 @@
-"""Command line: `edge-ttsd run | check-config | say | verify-model | quantize | tune |
-wait-online | voice import | homeassistant remove`.
+"""Command line: `edge-ttsd run | check-config | say | explain | verify-model | quantize |
+tune | wait-online | voice import | homeassistant remove`.
 
 One module per subcommand family; each adds its parser and imports what it needs only
 when it runs, so `wait-online` on a Pi does not load onnxruntime."""
@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Sequence
 
 from ..daemon.logs import setup_logging
-from . import broker, daemon, quantize, say, tune, verify, voice
+from . import broker, daemon, explain, quantize, say, tune, verify, voice
 from .common import DEFAULT_CONFIG, EXIT_ERROR, EXIT_NO_DEVICE, EXIT_REFUSED, EXIT_USAGE
 
 __all__ = [
@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     daemon.add_parsers(sub)
     say.add_parser(sub)
+    explain.add_parser(sub)
     verify.add_parser(sub)
     quantize.add_parser(sub)
     broker.add_parsers(sub)

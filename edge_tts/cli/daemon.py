@@ -1,4 +1,4 @@
-"""`edge-ttsd run` (the daemon) and `edge-ttsd check-config`."""
+"""`edge-ttsd run` (the daemon), `edge-ttsd check-config` and `edge-ttsd check-lexicon`."""
 
 from __future__ import annotations
 
@@ -29,6 +29,9 @@ def add_parsers(sub: Subparsers) -> None:
     p = sub.add_parser("check-config", help="validate a settings file; non-zero exit if bad")
     p.add_argument("config", type=Path)
     p.set_defaults(func=check_config)
+    p = sub.add_parser("check-lexicon", help="validate a lexicon file; non-zero exit if bad")
+    p.add_argument("lexicon", type=Path)
+    p.set_defaults(func=check_lexicon)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,13 +41,14 @@ def run(args: argparse.Namespace) -> int:
     from ..voice.model import share_runtime
 
     try:
-        settings = load_settings(args.config, _overrides(args.set))
+        overrides = _overrides(args.set)
+        settings = load_settings(args.config, overrides)
     except ConfigError as err:
         return fail(EXIT_REFUSED, f"{args.config}: {err}")
     setup_logging("DEBUG" if args.verbose else settings.log_level)
     share_runtime(settings.synthesis.threads)  # this process owns every session it runs
     try:
-        return Daemon(settings).run()
+        return Daemon(settings, reload=lambda: load_settings(args.config, overrides)).run()
     except (StartupRefused, ModelIntegrityError) as err:
         _LOGGER.critical("Refusing to start: %s", err)
         return fail(EXIT_REFUSED, str(err))
@@ -66,6 +70,7 @@ def _overrides(pairs: list[str]) -> dict[str, object]:
 
 def check_config(args: argparse.Namespace) -> int:
     from ..config import ConfigError, load_settings
+    from ..text import lexicon
 
     try:
         settings = load_settings(args.config)
@@ -75,10 +80,15 @@ def check_config(args: argparse.Namespace) -> int:
         _check_http(settings)
     except ConfigError as err:
         return fail(EXIT_REFUSED, f"{args.config}: {err}")
+    try:
+        entries = lexicon.load(settings.text.lexicon, settings.text.lexicon_file)
+    except lexicon.LexiconError as err:
+        return fail(EXIT_REFUSED, f"{args.config}: {err}")
     voices = ", ".join(settings.voices)
     print(
         f"{args.config}: OK (device {settings.device_id}, broker "
-        f"{settings.broker.host}:{settings.broker.port}, voices {voices})"
+        f"{settings.broker.host}:{settings.broker.port}, voices {voices}, "
+        f"{len(entries)} lexicon entries)"
     )
     _report_state_files(settings)
     return tune.print_choices(settings, set_aside=False)
@@ -99,6 +109,19 @@ def _check_http(settings: Any) -> None:
         f'{HTTP_TOKEN_CREDENTIAL}", or http.token_file)',
         file=sys.stderr,
     )
+
+
+def check_lexicon(args: argparse.Namespace) -> int:
+    """A lexicon file as the daemon would read it (the Ansible role checks one before it
+    replaces the old)."""
+    from ..text import lexicon
+
+    try:
+        entries = lexicon.load([], args.lexicon)
+    except lexicon.LexiconError as err:
+        return fail(EXIT_REFUSED, str(err))
+    print(f"{args.lexicon}: OK ({len(entries)} entries)")
+    return 0
 
 
 def _report_state_files(settings: Any) -> None:

@@ -17,6 +17,11 @@ if TYPE_CHECKING:
 def add_parser(sub: Subparsers) -> None:
     p = sub.add_parser("say", help="speak text on the default ALSA device or into a WAV")
     p.add_argument("text", help="text to speak; '-' reads standard input")
+    p.add_argument(
+        "--ssml",
+        action="store_true",
+        help="the text is SSML (docs/text.md; also without this when it starts with <speak)",
+    )
     p.add_argument("--out", type=Path, help="write a WAV file instead of playing")
     p.add_argument(
         "--voice",
@@ -39,9 +44,9 @@ def add_parser(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..config import AudioSettings, SynthesisSettings
+    from ..config import AudioSettings, QueueSettings, SynthesisSettings
     from ..speech.oneshot import NoSoundCardError, SayFailed, say
-    from ..text import EmptyTextError
+    from ..text import EmptyTextError, ssml
     from ..voice import files
     from ..voice.base import SpeechOptions
     from ..voice.integrity import ModelIntegrityError
@@ -51,6 +56,12 @@ def run(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.text == "-" else args.text
     if not 0.1 <= args.speed <= 10 or not 0.0 <= args.volume <= 2.0:
         return fail(EXIT_USAGE, "--speed must be within 0.1-10 and --volume within 0-2")
+    document = None
+    if args.ssml or ssml.looks_like_ssml(text):
+        try:
+            document = ssml.parse(text, max_chars=QueueSettings().max_text_chars)
+        except ssml.SsmlError as err:
+            return fail(EXIT_USAGE, str(err))
     synthesis = SynthesisSettings()  # the daemon's defaults, but for --threads
     threads = synthesis.threads if args.threads is None else args.threads
     try:
@@ -62,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             volume=args.volume,
         )
         output = _output(args.out, AudioSettings(device=args.device), voice.sample_rate)
-        report = say(text, voice, options, output, synthesis)
+        report = say(text, voice, options, output, synthesis, document)
     except NoSoundCardError as err:
         hint = "no sound card? write a WAV file instead with --out FILE.wav"
         return fail(EXIT_NO_DEVICE, f"no audio output device ({err}); {hint}")

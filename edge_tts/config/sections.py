@@ -216,6 +216,16 @@ class CacheSettings(Checked):
     phrases_file: Path | None = field(default=None, metadata=FILE)  # one phrase a line
 
 
+@dataclass(frozen=True)
+class TextSettings(Checked):
+    """The text front-end: the pronunciation lexicon (edge_tts/text/lexicon.py), entries
+    in its line format ("I-95 = I ninety-five", "重庆 = pinyin: chong2 qing4"), inline
+    and/or one a line in a file; reloaded on SIGHUP (`systemctl reload edge-tts`)."""
+
+    lexicon: tuple[str, ...] = ()
+    lexicon_file: Path | None = field(default=None, metadata=FILE)
+
+
 def _server_uri(value: str) -> str:
     parsed = urllib.parse.urlparse(value)
     if parsed.scheme == "unix" and parsed.path:
@@ -328,6 +338,7 @@ class Settings(Checked):
     hermes: HermesSettings = field(default_factory=HermesSettings)
     homeassistant: HomeAssistantSettings = field(default_factory=HomeAssistantSettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
+    text: TextSettings = field(default_factory=TextSettings)
     wyoming: WyomingSettings = field(default_factory=WyomingSettings)
     http: HttpSettings = field(default_factory=HttpSettings)
     log_level: str = setting("INFO", one_of(*LOG_LEVELS, fold_case=True))

@@ -11,6 +11,7 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Callable
 
 from ..audio.sinks import open_output
 from ..cache.wiring import CacheService
@@ -29,6 +30,8 @@ from ..speech.pipeline import Pipeline
 from ..speech.responses import Responses
 from ..speech.routing import Router
 from ..speech.schedule import TaskClass
+from ..text import lexicon
+from ..text.lexicon import Lexicon
 from ..voice import files
 from ..voice.base import SpeechVoice
 from ..voice.integrity import ModelIntegrityError
@@ -52,10 +55,21 @@ class StartupRefused(RuntimeError):
 
 
 class Daemon:
-    def __init__(self, settings: Settings, notifier: Notifier | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        notifier: Notifier | None = None,
+        reload: Callable[[], Settings] | None = None,
+    ):
+        """`reload` reads the settings again (SIGHUP: the lexicon is replaced with theirs)."""
         self.settings = settings
         s = settings
         self.notifier = notifier or Notifier()
+        self._reload = reload
+        try:
+            self.lexicon = Lexicon(lexicon.load(s.text.lexicon, s.text.lexicon_file))
+        except lexicon.LexiconError as err:
+            raise StartupRefused(str(err)) from err
         self.stop_event = threading.Event()
         self.topics = Topics(s.topic_prefix, s.device_id, s.hermes.enabled)
         self.telemetry = Telemetry()
@@ -90,13 +104,13 @@ class Daemon:
             reporter=Reporters(self.reporter, [self.tracker] if self.tracker else []),
             telemetry=self.telemetry,
             played=self.played,
-            router=Router(s.synthesis, self.voices),
+            router=Router(s.synthesis, self.voices, self.lexicon),
             cache=self.cache.lookup,
         )
         self.cache.attach(self.pipeline.schedule, self.voices, self.pipeline.router)
         # What a remote door (Wyoming, HTTP) asks for: the same workers, below local playback.
         self.responses = Responses(
-            s.synthesis, self.voices, self.pipeline.schedule.wake, self.cache.lookup
+            s.synthesis, self.voices, self.pipeline.schedule.wake, self.cache.lookup, self.lexicon
         )
         schedule = self.pipeline.schedule
         schedule.add(TaskClass.REMOTE, self.responses)
@@ -245,6 +259,25 @@ class Daemon:
 
         signal.signal(signal.SIGTERM, handle)
         signal.signal(signal.SIGINT, handle)
+        signal.signal(signal.SIGHUP, lambda _signum, _frame: self.reload_lexicon())
+
+    def reload_lexicon(self) -> None:
+        """The lexicon of the settings as they are now (their file, and the file it names),
+        in place of the one in use; on any error the one in use stays, with the reason
+        logged. Nothing else is reloaded."""
+        if self._reload is None:
+            _LOGGER.warning("Received SIGHUP; no settings file to reload the lexicon from")
+            return
+        try:
+            text = self._reload().text
+            entries = lexicon.load(text.lexicon, text.lexicon_file)
+        except (ConfigError, lexicon.LexiconError) as err:
+            _LOGGER.error(
+                "Lexicon not reloaded (%d entries stay in use): %s", len(self.lexicon), err
+            )
+            return
+        self.lexicon.replace(entries)
+        _LOGGER.info("Lexicon reloaded: %d entries", len(entries))
 
 
 __all__ = ["Daemon", "StartupRefused"]

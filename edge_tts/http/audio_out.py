@@ -20,6 +20,7 @@ import numpy as np
 from aiohttp import web
 
 from ..speech.responses import Failed, Finished, Out, Response, emit_to
+from ..text.document import Document
 from ..voice.base import Tuning
 from .errors import ApiError, log_error
 from .shared import Door
@@ -46,7 +47,7 @@ class Answer:
     def open(
         cls,
         door: Door,
-        text: str,
+        text: str | Document,
         *,
         voice: str | None = None,
         language: str | None = None,

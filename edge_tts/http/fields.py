@@ -10,6 +10,9 @@ from typing import Any
 
 from aiohttp import web
 
+from ..messages.parse import document_for
+from ..messages.request import BadRequest
+from ..text.document import Document
 from .errors import ApiError, bad_request
 
 
@@ -91,3 +94,17 @@ def unknown(body: dict[str, Any], known: set[str]) -> None:
     extra = sorted(set(body) - known)
     if extra:
         raise bad_request(f"unknown field(s) {', '.join(extra)}", extra[0], "unknown_field")
+
+
+def speech(body: dict[str, Any], name: str, max_chars: int) -> str | Document:
+    """The text field `name`, as plain text or, with `"text_format": "ssml"` or when it
+    starts with <speak, as SSML parsed (docs/text.md); 400 naming the field for bad
+    markup, with where it is wrong."""
+    given = text(body, name, max_chars)
+    text_format = optional_text(body, "text_format")
+    try:
+        document = document_for(given, text_format, max_chars)
+    except BadRequest as err:
+        param = "text_format" if "text_format" in str(err) else name
+        raise bad_request(str(err), param, "invalid_ssml") from None
+    return given if document is None else document

@@ -13,14 +13,14 @@ from .pool import PoolFull
 from .shared import DOOR
 from .speech_api import voice_or_language
 
-_FIELDS = {"text", "speed", "voice", "speaker"}
+_FIELDS = {"text", "text_format", "speed", "voice", "speaker"}
 
 
 async def invoke(request: web.Request) -> web.Response:
     door = request.app[DOOR]
     body = await fields.read_json(request, door.settings.read_timeout)
     fields.unknown(body, _FIELDS)
-    text = fields.text(body, "text", door.queue.max_text_chars)
+    text = fields.speech(body, "text", door.queue.max_text_chars)
     speed = fields.number(body, "speed", 0.25, 4.0)
     voice, language = voice_or_language(door.voices, fields.optional_text(body, "voice"))
     speaker = fields.speaker(body, "speaker")

@@ -75,11 +75,12 @@ def voice_or_language(voices: Voices, voice: str | None) -> tuple[str | None, st
 
 async def piper_synthesize(request: web.Request) -> web.StreamResponse:
     """The JSON body of Piper's `python -m piper.http_server`: `text`, `voice`,
-    `speaker`, `speaker_id`, `length_scale`, `noise_scale`, `noise_w_scale` → audio/wav.
-    As Piper does: an unknown voice is the default voice, other fields are ignored."""
+    `speaker`, `speaker_id`, `length_scale`, `noise_scale`, `noise_w_scale` → audio/wav;
+    also ours, `text_format` ("ssml" or "text"). As Piper does: an unknown voice is the
+    default voice, other fields are ignored."""
     door = request.app[DOOR]
     body = await fields.read_json(request, door.settings.read_timeout)
-    text = fields.text(body, "text", door.queue.max_text_chars)
+    text = fields.speech(body, "text", door.queue.max_text_chars)
     name = fields.optional_text(body, "voice")
     voice = name if name in door.voices.all() else None
     speaker = fields.speaker(body, "speaker_id") or fields.speaker(body, "speaker")

@@ -11,6 +11,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from ..text import ssml
+from ..text.document import Document
+from ..text.ssml import TEXT_FORMATS, looks_like_ssml
 from .request import BadRequest, Envelope, Hermes, Priority, SayRequest, dedupe_key
 from .topics import publish_topic_problem
 
@@ -18,9 +21,9 @@ MAX_JSON_DEPTH = 8
 
 
 def parse_say(env: Envelope, max_text_chars: int, default_ttl: float | None = None) -> SayRequest:
-    """Plain UTF-8 text, or JSON {text, id, priority, voice, language, speaker, speed,
-    volume, ttl | expires_at, interrupt, cache}. Raises BadRequest with a reason a user
-    can act on."""
+    """Plain UTF-8 text (SSML when it starts with <speak), or JSON {text, text_format, id,
+    priority, voice, language, speaker, speed, volume, ttl | expires_at, interrupt,
+    cache}. Raises BadRequest with a reason a user can act on."""
     _check_response_topic(env)
     text = _decode(env.payload)
     return _request(env, _say_fields(text), max_text_chars, default_ttl)
@@ -120,6 +123,7 @@ def _depth(value: object, level: int = 1) -> int:
 
 _KNOWN = {
     "text",
+    "text_format",
     "id",
     "priority",
     "voice",
@@ -146,8 +150,9 @@ def _request(
     if len(text) > max_text_chars:
         raise BadRequest(f"text is {len(text)} characters; the limit is {max_text_chars}")
     _check_encodable("text", text)
+    document = document_for(text, _opt(f, "text_format", str), max_text_chars)
     sender_id = _opt(f, "id", str)
-    key = dedupe_key(sender_id, text, env)
+    key = dedupe_key(sender_id, text if document is None else document, env)
     return SayRequest(
         id=sender_id or key[:16],
         text=text,
@@ -168,7 +173,21 @@ def _request(
         received_at=env.received_at,
         response_topic=env.response_topic,
         correlation_data=env.correlation_data,
+        document=document,
     )
+
+
+def document_for(text: str, text_format: str | None, max_chars: int) -> Document | None:
+    """The SSML document `text` is, or None for plain text: "ssml" says it is one, "text"
+    that it is not; without a format, a text starting with <speak is SSML."""
+    if text_format not in (None, *TEXT_FORMATS):
+        raise BadRequest(f"'text_format' must be one of {', '.join(TEXT_FORMATS)}")
+    if text_format == "text" or (text_format is None and not looks_like_ssml(text)):
+        return None
+    try:
+        return ssml.parse(text, max_chars=max_chars)
+    except ssml.SsmlError as err:
+        raise BadRequest(str(err)) from None
 
 
 def _opt(f: dict[str, Any], name: str, kind: type) -> Any:

@@ -9,6 +9,8 @@ import uuid
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from ..text.document import Document, spoken_digest
+
 
 class Priority(IntEnum):
     LOW = 0
@@ -50,6 +52,13 @@ class SayRequest:
     correlation_data: bytes | None = None
     hermes: Hermes | None = None
     door: str = "mqtt"  # where it came in: its telemetry label (daemon/telemetry.py DOORS)
+    # SSML (text/ssml.py) as parsed: what is said. `text` is then the markup as it came.
+    document: Document | None = None
+
+    @property
+    def speech(self) -> str | Document:
+        """What the router plans: the document, else the plain text."""
+        return self.text if self.document is None else self.document
 
     def expired(self, now: float | None = None) -> bool:
         return self.expires_at is not None and (now or time.time()) >= self.expires_at
@@ -74,18 +83,19 @@ class Envelope:
     packet_id: int = 0  # the broker's for a QoS 1 delivery, kept by its redelivery; 0: QoS 0
 
 
-def dedupe_key(sender_id: str | None, text: str, env: Envelope) -> str:
+def dedupe_key(sender_id: str | None, speech: str | Document, env: Envelope) -> str:
     """What makes two messages the same request.
 
-    With an id: the id *and* the text, so a sender that reuses one id ("door") for
-    different announcements gets each of them played, while a repeat of the very same
-    request is recognised. Without an id: this delivery. The broker resends a message we
+    With an id: the id *and* what is said (`spoken_digest`: an SSML text and the plain
+    text it says are the same), so a sender that reuses one id ("door") for different
+    announcements gets each of them played, while a repeat of the very same request is
+    recognised. Without an id: this delivery. The broker resends a message we
     did not acknowledge with its packet id, so topic + payload + packet id match only that
     message's redelivery, never a later message with the same text (only a redelivery is
     deduplicated then, see `dedupe`). A QoS 0 message is never redelivered: a random key.
     """
     if sender_id is not None:
-        return f"{sender_id}#{hashlib.sha256(text.encode()).hexdigest()[:16]}"  # UTF-8 checked
+        return f"{sender_id}#{spoken_digest(speech)[:16]}"  # its UTF-8 was checked
     delivery = str(env.packet_id).encode() if env.packet_id else uuid.uuid4().bytes
     digest = hashlib.sha256(env.topic.encode() + b"\0" + delivery + b"\0" + env.payload)
     return digest.hexdigest()[:32]

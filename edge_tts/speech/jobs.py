@@ -94,6 +94,8 @@ class Chunk:
     text: Final[str]
     voice: Final[SpeechVoice]  # the job's own, or the one for another writing system in it
     options: Final[SpeechOptions]
+    # Exact silence before and after its speech, in seconds: SSML's breaks (routing.py).
+    silence: Final[tuple[float, float]] = (0.0, 0.0)
     pieces: Final[queue.SimpleQueue[np.ndarray | None]] = field(default_factory=queue.SimpleQueue)
     ready: Final[threading.Event] = field(default_factory=threading.Event)  # 1st piece, or error
     error: str | None = None

@@ -17,6 +17,7 @@ from ..daemon.lifecycle import Part, Parts, nothing
 from ..daemon.telemetry import Telemetry
 from ..messages.events import FinalKind
 from ..messages.request import SayRequest
+from ..text.document import Document
 from ..voice.base import SpeechOptions, SpeechVoice
 from .jobs import Job
 from .pipeline import Pipeline
@@ -90,12 +91,15 @@ def say(
     options: SpeechOptions,
     output: AudioOutput,
     synthesis: SynthesisSettings,
+    document: Document | None = None,
 ) -> SayReport:
-    """Speak `text` once and say what it took. Raises NoSoundCardError when the output
-    cannot open, the voice's load errors (a tampered model), ValueError for text that
-    cannot be spoken (nothing speakable, an unknown speaker), SayFailed otherwise."""
+    """Speak `text` (or the SSML `document` it is) once and say what it took. Raises
+    NoSoundCardError when the output cannot open, the voice's load errors (a tampered
+    model), ValueError for text that cannot be spoken (nothing speakable, an unknown
+    speaker), SayFailed otherwise."""
     # Received now: "first audio" counts the model load, as a user waits for it too.
-    job = Job(SayRequest(id=_REQUEST_ID, text=text, key=_REQUEST_ID), [], voice, options)
+    request = SayRequest(id=_REQUEST_ID, text=text, key=_REQUEST_ID, document=document)
+    job = Job(request, [], voice, options)
     reporter = OneShotReporter()
     pipeline = Pipeline(
         synthesis,

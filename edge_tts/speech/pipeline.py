@@ -151,7 +151,7 @@ class Pipeline:
         try:
             job.voice.speaker_id(job.options.speaker)
             request = job.request
-            job.chunks = self.router.plan(request.text, job.voice, job.options, request.speed)
+            job.chunks = self.router.plan(request.speech, job.voice, job.options, request.speed)
         except (EmptyTextError, ValueError) as err:
             job.plan_error = str(err)
         except Exception as err:
@@ -168,7 +168,13 @@ class Pipeline:
         audio = self._cached_audio(job, chunk, index == 0)
         try:
             pieces = render(
-                chunk.voice, chunk.text, chunk.options, index == 0, self.output_rate, audio
+                chunk.voice,
+                chunk.text,
+                chunk.options,
+                index == 0,
+                self.output_rate,
+                audio,
+                silence=chunk.silence,
             )
             for pcm in pieces:
                 if chunk.first_audio_at is None:

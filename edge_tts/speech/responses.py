@@ -29,6 +29,8 @@ import numpy as np
 from ..cache.serving import ChunkAudio, PhraseCache, cached_audio
 from ..config import SynthesisSettings
 from ..text import EmptyTextError
+from ..text.document import Document
+from ..text.lexicon import Lexicon
 from ..voice.base import SpeechOptions, SpeechVoice, Tuning
 from ..voice.registry import Voices
 from .jobs import Chunk, StepTask
@@ -87,7 +89,7 @@ class Response:
         self._work = work
         self._lock = work.lock
         self._emit = emit
-        self._texts: deque[str] = deque()  # to plan
+        self._texts: deque[str | Document] = deque()  # to plan (a text, or SSML parsed)
         self._chunks: deque[Chunk] = deque()  # planned, to synthesize
         self._planned = False  # the first text was planned (its first chunk is short)
         self._spoken = False  # the first chunk was synthesized (it started the audio)
@@ -100,7 +102,7 @@ class Response:
 
     # --- from the connection (event loop thread) -----------------------------------
 
-    def add_text(self, text: str) -> None:
+    def add_text(self, text: str | Document) -> None:
         with self._lock:
             if self._over:
                 return
@@ -193,7 +195,10 @@ class Response:
         started = time.monotonic()
         audio = self._work.cached_audio(chunk, first, self.name)
         try:
-            for pcm in render(chunk.voice, chunk.text, chunk.options, first, rate, audio):
+            pieces = render(
+                chunk.voice, chunk.text, chunk.options, first, rate, audio, silence=chunk.silence
+            )
+            for pcm in pieces:
                 with self._lock:
                     if self._over:
                         return
@@ -231,6 +236,7 @@ class Responses:
         voices: Voices,
         wake: Callable[[], None],
         cache: PhraseCache | None = None,
+        lexicon: Lexicon | None = None,
     ) -> None:
         self.lock = threading.Lock()
         self.wake = wake  # the schedule's: an idle worker looks for work again
@@ -238,10 +244,10 @@ class Responses:
         self._cache = cache  # the pipeline's: None with cache.enabled off
         self._responses: deque[Response] = deque()
         self._names = itertools.count(1)
-        self._first_router = Router(synthesis, voices)
+        self._first_router = Router(synthesis, voices, lexicon)
         # A stream's later sentences need no short first chunk: audio is already flowing.
         rest = dataclasses.replace(synthesis, first_chunk_chars=synthesis.max_chunk_chars)
-        self._rest_router = Router(rest, voices)
+        self._rest_router = Router(rest, voices, lexicon)
 
     def open(
         self,
@@ -289,7 +295,7 @@ class Responses:
                     return response.take()
         return None
 
-    def plan(self, response: Response, text: str, first: bool) -> list[Chunk]:
+    def plan(self, response: Response, text: str | Document, first: bool) -> list[Chunk]:
         """`text`'s chunks, routed by writing system as an MQTT request's are. A stream's
         sentence with nothing to say (a lone "...") is skipped; the text of a plain
         request must have something (EmptyTextError)."""

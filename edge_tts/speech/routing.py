@@ -4,15 +4,28 @@
 English voice and "信号丢失" for the Mandarin one, played in order on the one stream.
 Digits, spaces and punctuation belong to the segment they stand in, so "请在3号门登机"
 stays one Mandarin segment and its 3 is read in Mandarin.
+
+A text may come as a `Document` (SSML, text/ssml.py): its spans may force a language or
+a voice (which then wins over the writing system), a speed and a gain, a reading
+(`<say-as>`, phonemes); its breaks become exact silence around the chunks beside them.
+Spans that read alike and nothing separates are one segment, so a document that says a
+plain text makes the plain text's chunks, and shares their cached audio.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from ..config import SynthesisSettings
-from ..text import EmptyTextError, prepare
+from ..text import EmptyTextError
+from ..text.document import PLAIN, Break, Document, Span, Style, plain_document
+from ..text.frontend import normalize, split_chunks
+from ..text.languages import primary_language
+from ..text.lexicon import Entry, Lexicon
+from ..text.readings import Reading, has_readings, placeholder, restore, without_private_use
+from ..text.say_as import render as say_as_text
 from ..text.scripts import native_scripts, script_of
 from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.registry import Voices
@@ -20,6 +33,9 @@ from .jobs import Chunk
 
 _LATIN: Final = "LATIN"
 _SCRIPT_LANGUAGE: Final = {"CJK": "zh", _LATIN: "en"}  # whose voice a run goes to first
+_READING_LANGUAGE: Final = {"x-pinyin": "zh", "ipa": "en"}  # where a reading goes without one
+_RATE_BOUNDS: Final = (0.1, 10.0)  # speed, as a request may ask for it
+_VOLUME_MAX: Final = 2.0  # the engine's gain, as a request may ask for it
 
 
 @dataclass(frozen=True)
@@ -28,48 +44,87 @@ class Segment:
     voice: SpeechVoice
 
 
+@dataclass
+class _Item:
+    """A span, or a run of one writing system of a plain span, with its voice (None until
+    the spans beside it decide: it has no letters)."""
+
+    span: Span
+    voice: SpeechVoice | None
+
+
+@dataclass
+class _Group:
+    """Items that become chunks together: one voice, one style, no break between them."""
+
+    voice: SpeechVoice
+    style: Style
+    items: list[Span] = field(default_factory=list)
+    silence_before: float = 0.0  # breaks before it
+
+
 class Router:
     """Splits a text into segments by writing system and plans their chunks."""
 
-    def __init__(self, synthesis: SynthesisSettings, voices: Voices | None = None):
+    def __init__(
+        self,
+        synthesis: SynthesisSettings,
+        voices: Voices | None = None,
+        lexicon: Lexicon | None = None,
+    ):
         """Without `voices` (`edge-ttsd say`, tests of the pipeline) the voice asked for
-        speaks everything."""
+        speaks everything. `lexicon`: the daemon's (text.lexicon), which it may replace."""
         self._voices = voices
         self._synthesis = synthesis
+        self._lexicon = lexicon
 
     def plan(
-        self, text: str, voice: SpeechVoice, options: SpeechOptions, speed: float | None = None
+        self,
+        text: str | Document,
+        voice: SpeechVoice,
+        options: SpeechOptions,
+        speed: float | None = None,
     ) -> list[Chunk]:
-        """`text`'s chunks, each with the voice and options that speak it: `voice` with
-        `options`, or another voice for another writing system in it, with its own
-        configured speaker and pace at `speed` and the same volume. Raises EmptyTextError
-        when nothing is speakable, ValueError (UnsupportedScriptError) for text no
-        configured voice reads, with the language named."""
-        chunks: list[Chunk] = []
-        for segment in self.segments(text, voice):
-            segment_options = options
-            if segment.voice is not voice and self._voices is not None:
-                segment_options = self._voices.options_for(
-                    segment.voice, speed=speed, volume=options.volume
-                )
-            first_chars = self._synthesis.first_chunk_chars if not chunks else None
-            for piece in self._prepare(segment, first_chars):
-                chunks.append(Chunk(piece, voice=segment.voice, options=segment_options))
+        """The chunks of `text` (a plain text or a document), each with the voice and
+        options that speak it: `voice` with `options`, or another voice for another
+        writing system or a language a span names, with its own configured speaker and
+        pace at `speed` and the same volume. Raises EmptyTextError when nothing is
+        speakable, ValueError (UnsupportedScriptError) for text no configured voice reads
+        or a span naming a voice or language there is not, with the reason."""
+        document = plain_document(text) if isinstance(text, str) else text
+        if self._lexicon is not None:
+            document = self._lexicon.apply(document, lambda e, s: self._applies(e, s, voice))
+        groups, trailing = self._groups(document, voice)
+        chunks = self._chunks(groups, voice, options, speed)
         if not chunks:
-            raise EmptyTextError(f"text has nothing speakable: {text[:40]!r}")
+            excerpt = text[:40] if isinstance(text, str) else _written(document)[:40]
+            raise EmptyTextError(f"text has nothing speakable: {excerpt!r}")
+        if trailing:
+            chunks[-1] = _with_silence(chunks[-1], after=trailing)
         return chunks
 
-    def _prepare(self, segment: Segment, first_chars: int | None) -> list[str]:
-        limit = self._synthesis.max_chunk_chars
-        try:
-            return prepare(
-                segment.text,
-                language=segment.voice.language,
-                max_chunk_chars=limit,
-                first_chunk_chars=first_chars or limit,
-            )
-        except EmptyTextError:
-            return []  # a segment of punctuation between two others: its pause is enough
+    def _chunks(
+        self, groups: list[_Group], voice: SpeechVoice, options: SpeechOptions, speed: float | None
+    ) -> list[Chunk]:
+        """Each group's chunks; the silence of a break before a group goes after the chunk
+        before it, or before the first chunk of all."""
+        chunks: list[Chunk] = []
+        pending = 0.0  # silence of the breaks since the last chunk
+        for group in groups:
+            pending += group.silence_before
+            group_options = self._options(group, voice, options, speed)
+            first_chars = self._synthesis.first_chunk_chars if not chunks else None
+            for piece in self._chunk_texts(group, first_chars):
+                if chunks and pending:
+                    chunks[-1] = _with_silence(chunks[-1], after=pending)
+                before = pending if not chunks else 0.0
+                chunks.append(Chunk(piece, group.voice, group_options, silence=(before, 0.0)))
+                pending = 0.0
+        if chunks and pending:  # breaks after the last group that said something
+            chunks[-1] = _with_silence(chunks[-1], after=pending)
+        return chunks
+
+    # --- which voice ---------------------------------------------------------------------
 
     def segments(self, text: str, primary: SpeechVoice) -> list[Segment]:
         """`text` in runs of one writing system, each with the voice that reads it natively
@@ -95,16 +150,251 @@ class Router:
             return voice
         return primary  # Latin in a Mandarin voice is spelled; others are refused later
 
+    def _groups(self, document: Document, primary: SpeechVoice) -> tuple[list[_Group], float]:
+        """The document's spans with their voices, in groups; and the silence after the
+        last one."""
+        groups: list[_Group] = []
+        pending = 0.0
+        last: _Group | None = None
+        for item in _decided(self._items(document, primary), primary):
+            if isinstance(item, Break):
+                pending += item.seconds
+                last = None
+                continue
+            assert item.voice is not None  # _decided gave every item one
+            if last is None or last.voice is not item.voice or not _alike(last, item.span):
+                last = _Group(item.voice, item.span.style, silence_before=pending)
+                groups.append(last)
+                pending = 0.0
+            last.items.append(item.span)
+        return groups, pending
+
+    def _items(self, document: Document, primary: SpeechVoice) -> Iterator[_Item | Break]:
+        for piece in document:
+            if isinstance(piece, Break):
+                yield piece
+            elif piece.reading is not None:
+                yield _Item(piece, self._reading_voice(piece, piece.reading, primary))
+            elif piece.style.voice is not None or piece.style.language is not None:
+                yield _Item(piece, self._forced_voice(piece, primary))
+            elif piece.say_as is not None:
+                yield _Item(piece, self._script_voice(piece.text, primary))
+            else:
+                yield from self._plain_items(piece, primary)
+
+    def _plain_items(self, span: Span, primary: SpeechVoice) -> Iterator[_Item]:
+        """A plain span by writing system. What comes before its first letter (". " after
+        a word the lexicon replaced) goes with the span before it, as in a plain text."""
+        text = span.text
+        first = next((i for i, c in enumerate(text) if script_of(c)), len(text))
+        if first:
+            yield _Item(replace(span, text=text[:first]), None)
+        if first < len(text):
+            for segment in self.segments(text[first:], primary):
+                yield _Item(replace(span, text=segment.text), segment.voice)
+
+    def _script_voice(self, text: str, primary: SpeechVoice) -> SpeechVoice | None:
+        """The voice of the first letters in `text`; None when it has none."""
+        script = next((s for s in map(script_of, text) if s), None)
+        return None if script is None else self._voice_for(script, primary)
+
+    def _forced_voice(self, span: Span, primary: SpeechVoice) -> SpeechVoice:
+        """The voice a span names, or the one for the language it names."""
+        style = span.style
+        if style.voice is not None:
+            if self._voices is None:
+                if style.voice in (primary.name, "default"):
+                    return primary
+                raise ValueError(f"{_at(span)}no voice {style.voice!r} here (only {primary.name})")
+            try:
+                return self._voices.get(style.voice)
+            except ValueError as err:
+                raise ValueError(f"{_at(span)}{err}") from None
+        language = style.language or ""
+        voice = self._language_voice(language, primary)
+        if voice is None:
+            raise ValueError(f"{_at(span)}no voice for language {language!r}")
+        return voice
+
+    def _language_voice(self, language: str, primary: SpeechVoice) -> SpeechVoice | None:
+        if primary_language(primary.language) == primary_language(language):
+            return primary
+        return self._voices.for_language(language) if self._voices else None
+
+    def _reading_voice(self, span: Span, reading: Reading, primary: SpeechVoice) -> SpeechVoice:
+        """The voice that reads phonemes of the reading's alphabet: the span's own when it
+        names one, else the one its writing system goes to, the primary, the language's."""
+        candidates = self._reading_candidates(span, reading, primary)
+        for voice in candidates:
+            if voice is not None and voice.alphabet == reading.alphabet:
+                return voice
+        named = candidates[0]
+        if len(candidates) == 1 and named is not None:
+            reads = named.alphabet or "no"
+            raise ValueError(
+                f"{_at(span)}voice {named.name} reads {reads} phonemes, not {reading.alphabet}"
+            )
+        raise ValueError(f"{_at(span)}no configured voice reads {reading.alphabet} phonemes")
+
+    def _reading_candidates(
+        self, span: Span, reading: Reading, primary: SpeechVoice
+    ) -> list[SpeechVoice | None]:
+        if span.style.voice is not None or span.style.language is not None:
+            return [self._forced_voice(span, primary)]
+        language = _READING_LANGUAGE[reading.alphabet]
+        return [
+            self._script_voice(span.text, primary),
+            primary,
+            self._language_voice(language, primary),
+            *(self._voices.all().values() if self._voices else ()),
+        ]
+
+    def _applies(self, entry: Entry, span: Span, primary: SpeechVoice) -> bool:
+        """Whether a lexicon entry applies to `span`, the text it matched. An entry with a
+        scope applies where a voice of its scope reads the text (and reads its phonemes);
+        one without, wherever a voice reads its phonemes ("Huawei = pinyin: hua2 wei2"
+        sends the word to the Mandarin voice) or, for an alias, anywhere."""
+        try:
+            if entry.scope is None and entry.reading is not None:
+                return bool(self._reading_voice(span, entry.reading, primary))
+            if span.style.voice is not None or span.style.language is not None:
+                voice = self._forced_voice(span, primary)
+            else:
+                voice = self._script_voice(span.text, primary) or primary
+        except ValueError:
+            return False  # no voice for it: the entry does not apply (a forced one says so)
+        if entry.reading is not None and voice.alphabet != entry.reading.alphabet:
+            return False
+        return entry.scope is None or self._in_scope(entry.scope, voice)
+
+    def _in_scope(self, scope: str, voice: SpeechVoice) -> bool:
+        if self._voices is not None and scope == self._voices.name_of(voice):
+            return True
+        return scope == voice.name or primary_language(scope) == primary_language(voice.language)
+
+    # --- how ------------------------------------------------------------------------------
+
+    def _options(
+        self, group: _Group, voice: SpeechVoice, options: SpeechOptions, speed: float | None
+    ) -> SpeechOptions:
+        base = options
+        if group.voice is not voice and self._voices is not None:
+            base = self._voices.options_for(group.voice, speed=speed, volume=options.volume)
+        if (group.style.rate, group.style.volume) == (PLAIN.rate, PLAIN.volume):
+            return base
+        low, high = _RATE_BOUNDS
+        rate = min(max(group.style.rate, low), high)
+        length_scale = (base.length_scale or group.voice.length_scale) / rate
+        volume = min(base.volume * group.style.volume, _VOLUME_MAX)
+        return replace(base, length_scale=length_scale, volume=volume)
+
+    def _chunk_texts(self, group: _Group, first_chars: int | None) -> list[str]:
+        """The group's text, normalized piece by piece and split into chunks; its readings
+        checked with the voice that reads them."""
+        language = group.voice.language
+        normalized, readings = _normalized(group.items, language)
+        limit = self._synthesis.max_chunk_chars
+        try:
+            pieces = split_chunks(
+                normalized,
+                language,
+                max_chunk_chars=limit,
+                first_chunk_chars=first_chars or limit,
+                source=_written(group.items),
+            )
+        except EmptyTextError:
+            return []  # a segment of punctuation between two others: its pause is enough
+        texts = [restore(piece, readings) for piece in pieces]
+        if readings:
+            _check_readings(texts, group)
+        return texts
+
+
+def _alike(group: _Group, span: Span) -> bool:
+    """Whether the span sounds as the group does: the language or voice it names chose
+    its voice already."""
+    style = span.style
+    return (group.style.rate, group.style.volume) == (style.rate, style.volume)
+
+
+def _decided(items: Iterator[_Item | Break], primary: SpeechVoice) -> list[_Item | Break]:
+    """Items without letters of their own (digits, punctuation, spaces) go with the item
+    before them, else the first one after them, else the primary voice."""
+    decided = list(items)
+    last: SpeechVoice | None = None
+    undecided: list[_Item] = []
+    for item in decided:
+        if isinstance(item, Break):
+            continue
+        if item.voice is None:
+            if last is None:
+                undecided.append(item)
+            else:
+                item.voice = last
+            continue
+        last = item.voice
+        for waiting in undecided:
+            waiting.voice = last
+        undecided = []
+    for waiting in undecided:
+        waiting.voice = primary
+    return decided
+
+
+def _normalized(spans: list[Span], language: str) -> tuple[str, list[Reading]]:
+    """The spans' text normalized for `language` as one text: a say-as span as the words
+    it is read as, a reading as a placeholder (a word of its own)."""
+    readings: list[Reading] = []
+    raw: list[str] = []
+    for span in spans:
+        if span.reading is not None:
+            raw.append(f" {placeholder(len(readings))} ")
+            readings.append(span.reading)
+        elif span.say_as is not None:
+            raw.append(f" {without_private_use(say_as_text(span.say_as, span.text, language))} ")
+        else:
+            raw.append(without_private_use(span.text))
+    return normalize("".join(raw), language, placeholders=True), readings
+
+
+def _check_readings(texts: list[str], group: _Group) -> None:
+    """A reading the voice cannot say (a phoneme it lacks, a pinyin syllable it has not)
+    is refused now, with where it was written, not skipped at synthesis."""
+    where = next((_at(span) for span in group.items if span.reading and span.where), "")
+    for text in texts:
+        if has_readings(text):
+            try:
+                group.voice.ids(text)
+            except ValueError as err:
+                raise ValueError(f"{where}{err}") from None
+
+
+def _with_silence(chunk: Chunk, after: float) -> Chunk:
+    before, already = chunk.silence
+    return Chunk(chunk.text, chunk.voice, chunk.options, silence=(before, already + after))
+
+
+def _written(spans: Document | list[Span]) -> str:
+    return "".join(piece.text for piece in spans if isinstance(piece, Span))
+
+
+def _at(span: Span) -> str:
+    return f"{span.where}: " if span.where else ""
+
 
 def _runs(text: str) -> list[tuple[str, str | None]]:
     """Runs of letters of one script; other characters join the run they stand in (the
     one before them, or the first one when the text starts with them)."""
     runs: list[tuple[str, str | None]] = []
-    for char in text:
+    start, current = 0, None
+    for index, char in enumerate(text):
         script = script_of(char)
-        if runs and (script is None or script == runs[-1][1] or runs[-1][1] is None):
-            kept = runs[-1][1] if script is None else script
-            runs[-1] = (runs[-1][0] + char, kept)
-        else:
-            runs.append((char, script))
+        if script is None or script == current:
+            continue
+        if current is not None:
+            runs.append((text[start:index], current))
+            start = index
+        current = script
+    if start < len(text):
+        runs.append((text[start:], current))
     return runs

@@ -17,6 +17,7 @@ from ..voice.windowed import FIRST_WINDOW_FRAMES
 
 SENTENCE_ENDS = (".", "!", "?", ";")  # after clean(): 。！？； are these
 CLAUSE_ENDS = (",", ":")  # after clean(): ，、： are these
+_SILENCE_PIECE = 8192  # samples: 0.37 s at 22.05 kHz
 
 
 def voice_audio(
@@ -47,6 +48,8 @@ def render(
     first: bool,
     rate: int | None = None,
     audio: Iterable[np.ndarray] | None = None,
+    *,
+    silence: tuple[float, float] = (0.0, 0.0),
 ) -> Iterator[np.ndarray]:
     """One normalized text chunk → int16 pieces at `rate` (default: the voice's).
 
@@ -54,12 +57,37 @@ def render(
     by default the voice synthesizes it. Either way the same steps follow, so cached and
     synthesized speech sound the same: the first chunk of an utterance loses its leading
     silence, pauses go through the pause gate (the quantized voice's noise floor), then
-    resampling and int16 with the request's volume.
+    resampling and int16 with the request's volume. `silence` is exact silence before
+    and after the speech, in seconds (SSML's breaks: the chunk's `silence`).
     """
+    rate = rate or voice.sample_rate
+    yield from _silence(silence[0], rate)
+    yield from _speech(voice, text, options, first, rate, audio)
+    yield from _silence(silence[1], rate)
+
+
+def _silence(seconds: float, rate: int) -> Iterator[np.ndarray]:
+    """Exactly `seconds` of silence, in pieces no longer than speech's, so that a stop or
+    an interruption between pieces is as quick inside a long break."""
+    left = round(seconds * rate)
+    while left > 0:
+        size = min(left, _SILENCE_PIECE)
+        yield np.zeros(size, np.int16)
+        left -= size
+
+
+def _speech(
+    voice: SpeechVoice,
+    text: str,
+    options: SpeechOptions,
+    first: bool,
+    rate: int,
+    audio: Iterable[np.ndarray] | None,
+) -> Iterator[np.ndarray]:
     pieces = voice_audio(voice, text, options, first) if audio is None else audio
     opening = first
     gate = PauseGate()
-    resampler = Resampler(voice.sample_rate, rate or voice.sample_rate)
+    resampler = Resampler(voice.sample_rate, rate)
     for piece in pieces:
         if opening:
             piece = trim_leading_silence(piece, voice.sample_rate)
@@ -70,7 +98,7 @@ def render(
     rest = resampler.flush()
     if rest.size:
         yield to_pcm16(rest, options.volume)
-    pause = sentence_pause(voice, text, rate or voice.sample_rate)
+    pause = sentence_pause(voice, text, rate)
     if pause.size:
         yield pause
 

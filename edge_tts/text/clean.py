@@ -9,6 +9,8 @@ import re
 import unicodedata
 from typing import Final
 
+from edge_tts.text.readings import PLACEHOLDERS
+
 # Explicit replacements, checked before the Unicode category rules below.
 _REPLACEMENTS: Final[dict[str, str]] = {
     # Whitespace the category rules would miss or that must not vanish.
@@ -147,9 +149,21 @@ def tidy(text: str) -> str:
     return _LEADING_PUNCT.sub("", text)
 
 
-def clean(text: str) -> str:
-    """Language-neutral cleaning; the result is NFC, ASCII punctuation, single spaces."""
-    text = unicodedata.normalize("NFC", text.translate(_TABLE))
+_KEPT_PLACEHOLDERS: Final = re.compile(f"([{PLACEHOLDERS}])")
+
+
+def clean(text: str, *, placeholders: bool = False) -> str:
+    """Language-neutral cleaning; the result is NFC, ASCII punctuation, single spaces.
+
+    Private-use characters are dropped, but with `placeholders` the ones the router put
+    in for readings (readings.py; it took every private-use character out of the text
+    it was given first)."""
+    if placeholders:
+        pieces = _KEPT_PLACEHOLDERS.split(text)  # odd indices: the placeholders
+        text = "".join(p if i % 2 else p.translate(_TABLE) for i, p in enumerate(pieces))
+    else:
+        text = text.translate(_TABLE)
+    text = unicodedata.normalize("NFC", text)
     text = " ".join(text.split())
     text = _JOINING_DASH.sub("-", text)
     text = _CLAUSE_DASH.sub(", ", text)

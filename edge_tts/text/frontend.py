@@ -26,12 +26,13 @@ def _ellipses_to_pauses(text: str) -> str:
     return tidy(_ELLIPSIS.sub(", ", text))
 
 
-def normalize(text: str, language: str = "en") -> str:
+def normalize(text: str, language: str = "en", *, placeholders: bool = False) -> str:
     """Clean text and expand numbers, units, dates and abbreviations for the language.
 
-    Returns "" for text with nothing in it; never raises for odd input.
+    Returns "" for text with nothing in it; never raises for odd input. `placeholders`:
+    keep the router's placeholders for readings (clean()).
     """
-    text = clean(text)
+    text = clean(text, placeholders=placeholders)
     expand = expander_for(language)
     if expand is not None:
         text = expand(text)
@@ -79,13 +80,31 @@ def prepare(
     language's voice cannot read, EmptyTextError when nothing speakable is left,
     ValueError for bad limits.
     """
+    return split_chunks(
+        normalize(text, language),
+        language,
+        max_chunk_chars=max_chunk_chars,
+        first_chunk_chars=first_chunk_chars,
+        source=text,
+    )
+
+
+def split_chunks(
+    normalized: str,
+    language: str,
+    *,
+    max_chunk_chars: int,
+    first_chunk_chars: int,
+    source: str | None = None,
+) -> list[str]:
+    """`prepare` for text normalized already (`normalize`, piece by piece for SSML: the
+    router). `source`, the text before normalization, is what an error quotes."""
     _check_limits(max_chunk_chars, first_chunk_chars)
     max_chunk_chars = chunk_limit(max_chunk_chars, language)
     first_chunk_chars = chunk_limit(first_chunk_chars, language)
-    normalized = normalize(text, language)
     check_scripts(normalized, language)
     if not is_speakable(normalized):
-        excerpt = text[:_EXCERPT_CHARS]
+        excerpt = (normalized if source is None else source)[:_EXCERPT_CHARS]
         raise EmptyTextError(
             f"text has nothing speakable (empty, or only whitespace, punctuation or control "
             f"characters): {excerpt!r}"

@@ -91,6 +91,12 @@ class SpeechVoice(Protocol):
         ...
 
     @property
+    def alphabet(self) -> str:
+        """What phonemes a reading (SSML's <phoneme>, a lexicon entry) is given in for it:
+        "ipa" (espeak-ng's, as the model reads them) or "x-pinyin"; "" for none."""
+        ...
+
+    @property
     def speakers(self) -> list[str]:
         """Its speakers' names in id order; empty for a voice with one speaker."""
         ...

@@ -111,14 +111,14 @@ def sentences(
             piece += " "
         current.extend(unicodedata.normalize("NFD", piece))
         if ends_sentence:
-            grouped.append(_merge_clusters(current, clusters))
+            grouped.append(merge_clusters(current, clusters))
             current = []
     if current:
-        grouped.append(_merge_clusters(current, clusters))
+        grouped.append(merge_clusters(current, clusters))
     return grouped
 
 
-def _merge_clusters(phonemes: list[str], clusters: set[tuple[str, ...]]) -> list[str]:
+def merge_clusters(phonemes: list[str], clusters: set[tuple[str, ...]]) -> list[str]:
     """Join runs that the voice knows as one phoneme (its `vowel_clusters`), longest first."""
     if not clusters:
         return phonemes

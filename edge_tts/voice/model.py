@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import onnxruntime
-from piper.config import PiperConfig
+from piper.config import PhonemeType, PiperConfig
 
 from .base import BuildInfo, SynthesisParams
 from .files import VoiceFiles, scheme_of
@@ -148,6 +148,10 @@ class Voice:
     @property
     def sentence_silence_s(self) -> float:
         return 0.0  # VITS ends each sentence with its own pause
+
+    @property
+    def alphabet(self) -> str:
+        return "ipa" if self.config.phoneme_type == PhonemeType.ESPEAK else ""
 
     @property
     def speakers(self) -> list[str]:

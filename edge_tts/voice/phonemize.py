@@ -8,11 +8,14 @@ from collections.abc import Mapping, Sequence
 
 from piper.config import PhonemeType, PiperConfig
 
+from ..text.readings import Reading, has_readings, parts
 from . import espeak
 
 _LOGGER = logging.getLogger(__name__)
 
 BOS, EOS, PAD = "^", "$", "_"
+_MARKS = ".,;:!?"  # punctuation a Piper voice reads as phonemes
+_LEADING = _MARKS + " \"')]"  # what may stand between a reading and the next word
 
 
 class UnsupportedVoiceError(ValueError):
@@ -27,8 +30,53 @@ def phonemize(text: str, config: PiperConfig) -> list[list[str]]:
         raise UnsupportedVoiceError(
             f"phoneme_type {config.phoneme_type.value!r} is not supported (espeak and text are)"
         )
+    if has_readings(text):
+        return [_with_readings(text, config)]
     sentences = espeak.sentences(config.espeak_voice, text, config.vowel_clusters)
     return [s for s in sentences if s]
+
+
+def _with_readings(text: str, config: PiperConfig) -> list[str]:
+    """A chunk with readings (text/readings.py) as one sentence: espeak-ng's phonemes for
+    its text, each reading's own phonemes where it stands. ValueError for a reading in
+    another alphabet, or with a phoneme the voice does not have (it would be skipped)."""
+    phonemes: list[str] = []
+    for part in parts(text):
+        if isinstance(part, Reading):
+            _extend(phonemes, _reading_phonemes(part, config))
+            continue
+        words = part.lstrip(_LEADING)
+        # The marks right after a reading ("[ipa: ...], later"): espeak-ng drops those
+        # that start a text, but the voice reads them, for pause and intonation.
+        marks = [c for c in part[: len(part) - len(words)] if c in config.phoneme_id_map]
+        marks = [c for c in marks if c in _MARKS]
+        phonemes.extend(marks)
+        if marks and marks[-1] in ",;:":
+            phonemes.append(" ")  # as espeak.sentences puts after a clause mark
+        if words.strip():
+            sentences = espeak.sentences(config.espeak_voice, words, config.vowel_clusters)
+            _extend(phonemes, [phoneme for sentence in sentences for phoneme in sentence])
+    return phonemes
+
+
+def _extend(phonemes: list[str], piece: list[str]) -> None:
+    if phonemes and piece and phonemes[-1] != " " and piece[0] != " ":
+        phonemes.append(" ")  # the word gap the text had around it
+    phonemes.extend(piece)
+
+
+def _reading_phonemes(reading: Reading, config: PiperConfig) -> list[str]:
+    if reading.alphabet != "ipa":
+        raise ValueError(f"this voice reads ipa phonemes, not {reading.alphabet}")
+    clusters = set(config.vowel_clusters or ())
+    phonemes = espeak.merge_clusters(list(unicodedata.normalize("NFD", reading.phonemes)), clusters)
+    unknown = sorted({p for p in phonemes if p not in config.phoneme_id_map})
+    if unknown:
+        raise ValueError(
+            f"phoneme(s) {' '.join(unknown)} in {reading.phonemes!r} are not in the voice's "
+            "phoneme set (espeak-ng IPA: `edge-ttsd explain` shows a word's)"
+        )
+    return phonemes
 
 
 def phonemes_to_ids(phonemes: Sequence[str], id_map: Mapping[str, Sequence[int]]) -> list[int]:

@@ -107,6 +107,10 @@ class Voices:
             noise_w=tuning.noise_w,
         )
 
+    def name_of(self, voice: SpeechVoice) -> str | None:
+        """Its name in the settings (`voices`), or None for a voice that is not one."""
+        return next((n for n, v in self._voices.items() if v is voice), None)
+
     def settings_for(self, voice: SpeechVoice) -> VoiceSettings:
         name = next(n for n, v in self._voices.items() if v is voice)
         return self._settings.voices[name]

@@ -90,6 +90,10 @@ class TwoStageVoice:
         return self.config.sentence_silence_s
 
     @property
+    def alphabet(self) -> str:
+        return "x-pinyin"
+
+    @property
     def speakers(self) -> list[str]:
         speakers = self.config.speakers
         return sorted(speakers, key=speakers.__getitem__) if len(speakers) > 1 else []

@@ -28,6 +28,9 @@ from wyoming.tts import (
 )
 
 from ..speech.responses import Response
+from ..text import ssml
+from ..text.document import Document
+from ..text.ssml import looks_like_ssml
 from .context import Context
 from .protocol import ClientError, ClientGone, read_header_line, read_rest
 from .sender import Sender, count_error
@@ -50,6 +53,7 @@ class Connection:
         self.peer = peer_name(writer)
         self._sender = Sender(ctx, writer, self.peer)
         self._sentences: SentenceBuffer | None = None  # while a stream is open
+        self._markup: list[str] | None = None  # while an SSML stream is open: its text
         self._chars = 0  # text received for the current stream
 
     async def serve(self) -> None:
@@ -169,21 +173,37 @@ class Connection:
     async def _synthesize(self, event: Event) -> None:
         text = _text(event.data)
         self._check_length(len(text))  # before audio-start: a refusal is the whole answer
+        text_format = _text_format(event.data)
+        if text_format is None and looks_like_ssml(text):
+            text_format = "ssml"  # as on MQTT: HA's tts.speak sends a message as it is
+        speech = self._parsed(text) if text_format == "ssml" else text
         voice = _voice(event.data)
         response = await self._open(voice, streaming=False)
         _LOGGER.info(
-            "Wyoming %s: synthesize, %d characters (%s)", self.peer, len(text), response.name
+            "Wyoming %s: synthesize, %d characters%s (%s)",
+            self.peer,
+            len(text),
+            " of SSML" if text_format == "ssml" else "",
+            response.name,
         )
-        response.add_text(text)
+        response.add_text(speech)
         response.close_input()
 
     async def _start_stream(self, event: Event) -> None:
         if self._sentences is not None:  # waiting for the first would wait forever
             raise ClientError("synthesize-start inside a stream", "unexpected")
+        ssml = _text_format(event.data) == "ssml"
         voice = _voice(event.data)
         response = await self._open(voice, streaming=True)
         self._sentences = SentenceBuffer()
-        _LOGGER.info("Wyoming %s: synthesize stream (%s)", self.peer, response.name)
+        # A document is parsed whole, at synthesize-stop: its markup may cut any sentence.
+        self._markup = [] if ssml else None
+        _LOGGER.info(
+            "Wyoming %s: synthesize stream%s (%s)",
+            self.peer,
+            " of SSML" if ssml else "",
+            response.name,
+        )
 
     def _stream_text(self, text: str) -> None:
         response = self._sender.response
@@ -191,6 +211,9 @@ class Connection:
             raise ClientError("synthesize-chunk without synthesize-start", "unexpected")
         self._chars += len(text)
         self._check_length(self._chars)
+        if self._markup is not None:
+            self._markup.append(text)
+            return
         for sentence in self._sentences.add(text):  # each synthesized as soon as complete
             response.add_text(sentence)
 
@@ -198,11 +221,20 @@ class Connection:
         response = self._sender.response
         if self._sentences is None or response is None:
             raise ClientError("synthesize-stop without synthesize-start", "unexpected")
-        rest = self._sentences.finish()
-        if rest:
-            response.add_text(rest)
+        if self._markup is not None:
+            response.add_text(self._parsed("".join(self._markup)))
+        else:
+            rest = self._sentences.finish()
+            if rest:
+                response.add_text(rest)
         response.close_input()
-        self._sentences = None
+        self._sentences = self._markup = None
+
+    def _parsed(self, text: str) -> Document:
+        try:
+            return ssml.parse(text, max_chars=self.ctx.max_text_chars)
+        except ssml.SsmlError as err:
+            raise ClientError(str(err), "bad-ssml") from None
 
     async def _open(self, voice: SynthesizeVoice | None, streaming: bool) -> Response:
         response = await self._sender.open(voice, streaming)
@@ -214,7 +246,7 @@ class Connection:
             raise ClientError(f"text longer than {self.ctx.max_text_chars} characters", "too-large")
 
     async def _end_response(self) -> None:
-        self._sentences = None
+        self._sentences = self._markup = None
         await self._sender.end()
 
 
@@ -231,6 +263,15 @@ def _text(data: dict[str, Any]) -> str:
     if not isinstance(text, str):
         raise ClientError("the event needs a text (a string)", "bad-request")
     return text
+
+
+def _text_format(data: dict[str, Any]) -> str | None:
+    """The event's text_format (wyoming 1.10): "ssml", "text", or None when not given."""
+    value = data.get("text_format")
+    if value is not None and value not in ssml.TEXT_FORMATS:
+        text = f"text_format must be one of {', '.join(ssml.TEXT_FORMATS)}"
+        raise ClientError(text, "bad-request")
+    return value if isinstance(value, str) else None
 
 
 def _voice(data: dict[str, Any]) -> SynthesizeVoice | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
+from wyoming.event import Event
 from wyoming.info import Attribution, Info, TtsProgram, TtsVoice, TtsVoiceSpeaker
 
 from ..voice.base import SpeechVoice
@@ -16,6 +17,16 @@ _ATTRIBUTION = Attribution(name=PROGRAM, url="")  # not published anywhere to li
 _REGION_OF_BARE_LANGUAGE = {"zh": "CN"}
 
 
+def info_event(voices: Voices) -> Event:
+    """The answer to describe. wyoming 1.10 reads SSML (`text_format`) but has no field
+    to advertise it: `supports_ssml` is ours, beside the program's own fields (a client
+    that does not know it skips it), and the description says it too."""
+    event = describe(voices).event()
+    for program in event.data["tts"]:
+        program["supports_ssml"] = True
+    return event
+
+
 def describe(voices: Voices) -> Info:
     """Every configured voice, by its name in the settings, with its language and speakers.
     Nothing is loaded: a voice that is not loaded yet is listed all the same."""
@@ -24,7 +35,7 @@ def describe(voices: Voices) -> Info:
         name=PROGRAM,
         attribution=_ATTRIBUTION,
         installed=True,
-        description="Piper voices on onnxruntime, from the edge-tts daemon",
+        description="Piper voices on onnxruntime, from the edge-tts daemon; reads SSML",
         version=program_version(),
         voices=listed,
         supports_synthesize_streaming=True,

@@ -29,7 +29,7 @@ from ..speech.responses import Responses
 from ..voice.registry import Voices
 from .connection import Connection
 from .context import Context
-from .info import describe
+from .info import info_event
 from .protocol import data_limit
 
 _LOGGER = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class WyomingServer:
         self._ctx = Context(
             responses=responses,
             telemetry=telemetry,
-            info=describe(voices).event(),
+            info=info_event(voices),
             max_text_chars=settings.queue.max_text_chars,
             max_data=max_data,
             idle_timeout=settings.wyoming.idle_timeout,

@@ -39,6 +39,7 @@ class FakeVoice:
         self.length_scale = 1.0
         self.sentence_silence_s = 0.0
         self.speakers: list[str] = []
+        self.alphabet = "ipa"
         self.sha256: str | None = None
         self.build = BuildInfo("fake", 2)
 

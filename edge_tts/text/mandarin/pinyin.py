@@ -36,6 +36,7 @@ from typing import Final
 
 from edge_tts.text.mandarin.pinyin_table import LETTER_NAMES, PINYIN
 from edge_tts.text.mandarin.tone_sandhi import Syllable, apply_sandhi
+from edge_tts.text.readings import Reading, parts
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -88,6 +89,7 @@ def spell_latin(word: str) -> list[str]:
 _HAN: Final = "\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
 _RUN: Final = re.compile(
     rf"(?P<han>[{_HAN}]+)|(?P<latin>(?:(?![{_HAN}])[^\W\d_])+)|(?P<clause>[,;:.!?]+)"
+    "|(?P<reading>[\ue000\ue001][^\ue002]*\ue002)"  # text/readings.py
 )
 
 Words = list[tuple[str, list[str]]]
@@ -177,6 +179,21 @@ def _han_symbols(run: str) -> list[list[str]]:
     return result
 
 
+def _reading_symbols(notation: str) -> list[list[str]]:
+    """A reading given in pinyin (SSML's x-pinyin, a lexicon entry): its syllables as
+    written, tones and all. ValueError for another alphabet or a syllable the voice lacks."""
+    (reading,) = parts(notation)
+    if not isinstance(reading, Reading) or reading.alphabet != "x-pinyin":
+        raise ValueError("the Mandarin voice reads x-pinyin phonemes, not ipa")
+    result = []
+    for syllable in reading.phonemes.split():
+        symbols = _syllable_symbols(syllable[:-1].replace("ü", "v"), syllable[-1])
+        if symbols is None:
+            raise ValueError(f"{syllable!r} is not a pinyin syllable the Mandarin voice has")
+        result.append(symbols)
+    return result
+
+
 def _join(syllables: list[list[str]], gaps: list[str]) -> list[str]:
     """Syllables with gaps[i] before syllable i (the first gap is dropped)."""
     symbols: list[str] = []
@@ -201,7 +218,9 @@ def to_symbols(text: str) -> list[str]:
         if match["clause"]:
             gap = CLAUSE_PAUSE
             continue
-        if match["han"]:
+        if match["reading"]:
+            pieces = _reading_symbols(match["reading"])
+        elif match["han"]:
             pieces = _han_symbols(match["han"])
         else:
             pieces = [syllable for c in match["latin"] for syllable in _letter_syllables(c)]

@@ -1,0 +1,466 @@
+"""SSML: the subset we read (text/ssml.py), what it refuses and where, how the router turns
+it into chunks, and what the real voices then say: phonemes, pinyin and silences."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from edge_tts.config import SynthesisSettings, settings_from_mapping
+from edge_tts.speech.jobs import Chunk
+from edge_tts.speech.routing import Router
+from edge_tts.speech.synthesis import render
+from edge_tts.text import EmptyTextError
+from edge_tts.text.document import Break, Document, SayAs, Span, Style, spoken_digest
+from edge_tts.text.mandarin import pinyin
+from edge_tts.text.readings import Reading, readable
+from edge_tts.text.ssml import SsmlError, looks_like_ssml, parse
+from edge_tts.voice import files
+from edge_tts.voice.base import SpeechOptions, SpeechVoice
+from edge_tts.voice.model import Voice
+from edge_tts.voice.phonemize import phonemize
+from edge_tts.voice.registry import Voices
+from edge_tts.voice.two_stage import TwoStageVoice
+
+from .support.fakes import FakeVoice
+
+
+def doc(body: str) -> Document:
+    return parse(f"<speak>{body}</speak>", max_chars=10_000)
+
+
+# --- the parser ---------------------------------------------------------------------------
+
+SLOW = Style(rate=0.75)
+ZH = Style(language="zh-CN")
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("Door open.", (Span("Door open."),)),
+        ("a &amp; b &lt;c&gt;", (Span("a & b <c>"),)),
+        ('<break time="700ms"/>', (Break(0.7),)),
+        ('<break time="1.5s"/>', (Break(1.5),)),
+        ('<break strength="strong"/>', (Break(1.0),)),
+        ("<break/>", (Break(0.75),)),
+        ('<break time="0ms" strength="x-strong"/>', (Break(0.0),)),  # time wins
+        (
+            '<say-as interpret-as="characters">GPS</say-as>',
+            (Span("GPS", say_as=SayAs("characters")),),
+        ),
+        (
+            '<say-as interpret-as="date" format="dmy">1.12.2026</say-as>',
+            (Span("1.12.2026", say_as=SayAs("date", "dmy")),),
+        ),
+        ('<sub alias="World Wide Web">WWW</sub>', (Span("World Wide Web"),)),
+        ('<prosody rate="slow">Slow</prosody>', (Span("Slow", SLOW),)),
+        ('<prosody rate="80%">a</prosody>', (Span("a", Style(rate=0.8)),)),
+        ('<prosody rate="+50%">a</prosody>', (Span("a", Style(rate=1.5)),)),
+        ('<prosody rate="2">a</prosody>', (Span("a", Style(rate=2.0)),)),
+        ('<prosody volume="x-soft">a</prosody>', (Span("a", Style(volume=0.25)),)),
+        ('<prosody volume="-20dB">a</prosody>', (Span("a", Style(volume=0.1)),)),
+        (
+            '<prosody rate="x-slow"><prosody rate="x-fast">a</prosody></prosody>',
+            (Span("a", Style(rate=0.75)),),  # nested: multiplied
+        ),
+        ('<lang xml:lang="zh-CN">GPS</lang>', (Span("GPS", ZH),)),
+        ('<voice name="mandarin">GPS</voice>', (Span("GPS", Style(voice="mandarin")),)),
+        (
+            '<voice name="a"><lang xml:lang="en">x</lang></voice>',
+            (Span("x", Style(language="en")),),  # the innermost wins
+        ),
+        (
+            '<phoneme alphabet="ipa" ph="kˈæstɹoʊ">Castro</phoneme>',
+            (Span("Castro", reading=Reading("ipa", "kˈæstɹoʊ")),),
+        ),
+        (
+            '<phoneme alphabet="x-pinyin" ph=" Chong2   qing4 ">重庆</phoneme>',
+            (Span("重庆", reading=Reading("x-pinyin", "chong2 qing4")),),
+        ),
+        ("<p>Hello</p><p>World!</p>", (Span("Hello"), Span(". "), Span("World!"), Span(" "))),
+        ("<s>你好</s>", (Span("你好"), Span(". "))),
+        ('<s xml:lang="zh">x</s>', (Span("x", Style(language="zh")), Span(". ", Style("zh")))),
+        ('a<mark name="here"/>b', (Span("a"), Span("b"))),  # marks are ignored
+        ("a<!-- a comment -->b", (Span("ab"),)),
+    ],
+)
+def test_markup_becomes_spans_and_breaks(body: str, expected: Document) -> None:
+    assert doc(body) == expected
+
+
+def test_namespaces_version_and_the_documents_language_are_accepted() -> None:
+    text = (
+        '<?xml version="1.0"?><speak version="1.1" xmlns="http://www.w3.org/2001/10/synthesis"'
+        ' xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xml:lang="en-US">Hi</speak>'
+    )
+    assert parse(text, max_chars=1000) == (Span("Hi"),)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("<speak>a<b</speak>", r"not well-formed XML: not well-formed \(invalid token\) at line 1"),
+        ("<speak>\n  <p>x</s>\n</speak>", r"mismatched tag at line 2, column 9"),
+        ("<speak>x", r"no element found at line 1, column 9"),
+        ("<speak>&bogus;</speak>", r"undefined entity at line 1, column 8"),
+        ("<p>x</p>", r"line 1, column 1: the document must be one <speak> element, not <p>"),
+        ("<speak/><speak/>", r"junk after document element"),
+        ("<speak>x</speak>y", r"junk after document element at line 1, column 17"),
+        ("<speak><speak>x</speak></speak>", r"line 1, column 8: <speak> inside <speak>"),
+        (
+            '<!DOCTYPE speak [<!ENTITY lol "lol">]><speak>&lol;</speak>',
+            r"a DTD \(<!DOCTYPE>\) is refused",
+        ),
+        (
+            '<!DOCTYPE speak SYSTEM "file:///etc/passwd"><speak>x</speak>',
+            r"a DTD \(<!DOCTYPE>\) is refused",
+        ),
+        ('<speak><?php echo "x" ?></speak>', r"processing instructions are not supported"),
+        ("<speak><emphasis>x</emphasis></speak>", r"column 8: <emphasis> is not supported"),
+        ('<speak><audio src="a.wav"/></speak>', r"<audio> is not supported: no sound file"),
+        ('<speak><break time="11s"/></speak>', r"break time '11s' is longer than 10 s"),
+        ('<speak><break time="soon"/></speak>', r"break time 'soon' is not a duration"),
+        ('<speak><break strength="huge"/></speak>', r"break strength 'huge' is not one of"),
+        ("<speak><break>x</break></speak>", r"<break> must be empty"),
+        ('<speak><break foo="1"/></speak>', r"attribute 'foo' of <break> is not supported"),
+        ("<speak><say-as>1</say-as></speak>", r"<say-as> needs a interpret-as attribute"),
+        (
+            '<speak><say-as interpret-as="emoji">x</say-as></speak>',
+            r"say-as interpret-as 'emoji' is not one of characters",
+        ),
+        (
+            '<speak>\n<say-as interpret-as="date">2026-02-30</say-as></speak>',
+            r"line 2, column 1: say-as date: '2026-02-30': no day 30 in that month",
+        ),
+        (
+            '<speak><say-as interpret-as="date" format="qq">1</say-as></speak>',
+            r"date format 'qq' is not one of",
+        ),
+        (
+            '<speak><say-as interpret-as="cardinal" format="ymd">1</say-as></speak>',
+            r"format is only for interpret-as=\"date\"",
+        ),
+        (
+            '<speak><say-as interpret-as="digits">12a</say-as></speak>',
+            r"say-as digits: '12a' is not a string of digits",
+        ),
+        (
+            '<speak><say-as interpret-as="cardinal"><sub alias="x">y</sub></say-as></speak>',
+            r"<say-as> may hold only text, not <sub>",
+        ),
+        ("<speak><sub>x</sub></speak>", r"<sub> needs a alias attribute"),
+        ('<speak><prosody pitch="high">x</prosody></speak>', r"prosody pitch is not supported"),
+        ('<speak><prosody rate="warp">x</prosody></speak>', r"prosody rate 'warp' is not one of"),
+        ('<speak><prosody rate="1000%">x</prosody></speak>', r"outside 0.2-5 times"),
+        ('<speak><prosody volume="+30dB">x</prosody></speak>', r"outside 0-4 times"),
+        ("<speak><lang>x</lang></speak>", r"<lang> needs a xml:lang attribute"),
+        ('<speak><lang xml:lang="#!">x</lang></speak>', r"xml:lang '#!' is not a language tag"),
+        ('<speak><voice gender="female">x</voice></speak>', r"attribute 'gender' of <voice>"),
+        ('<speak><phoneme ph="x">x</phoneme></speak>', r"<phoneme> needs a alphabet attribute"),
+        (
+            '<speak><phoneme alphabet="x-sampa" ph="x">x</phoneme></speak>',
+            r"phoneme alphabet 'x-sampa' is not one of ipa, x-pinyin",
+        ),
+        (
+            '<speak><phoneme alphabet="x-pinyin" ph="chong qing4">重庆</phoneme></speak>',
+            r"x-pinyin syllable 'chong' is not pinyin with a tone digit",
+        ),
+        ('<speak><p foo="x">x</p></speak>', r"attribute 'foo' of <p> is not supported"),
+    ],
+)
+def test_bad_markup_is_refused_saying_what_and_where(text: str, reason: str) -> None:
+    with pytest.raises(SsmlError, match=reason):
+        parse(text, max_chars=1000)
+
+
+def test_nesting_and_size_are_bounded() -> None:
+    deep = "<speak>" + "<s>" * 40 + "x" + "</s>" * 40 + "</speak>"
+    with pytest.raises(SsmlError, match="nested more than 32 deep"):
+        parse(deep, max_chars=1000)
+    with pytest.raises(SsmlError, match="SSML is 1017 characters; the limit is 1000"):
+        parse(f"<speak>{'x' * 1002}</speak>", max_chars=1000)
+
+
+def test_a_billion_laughs_is_refused_before_any_expansion() -> None:
+    laughs = "".join(f'<!ENTITY l{i} "{f"&l{i - 1};" * 10}">' for i in range(1, 10))
+    bomb = f'<!DOCTYPE speak [<!ENTITY l0 "lol">{laughs}]><speak>&l9;</speak>'
+    with pytest.raises(SsmlError, match="DTD"):
+        parse(bomb, max_chars=10_000)
+
+
+@pytest.mark.parametrize(
+    ("text", "ssml"),
+    [
+        ("<speak>Hi</speak>", True),
+        ("  \n<speak version='1.0'>", True),
+        ("<?xml version='1.0'?>\n<speak>", True),
+        ("<speak/>", True),
+        ('<!DOCTYPE speak [<!ENTITY a "a">]><speak>&a;</speak>', True),  # to be refused
+        ("<!-- note --><speak>Hi</speak>", True),
+        ("<!DOCTYPE html><p>Hi</p>", False),
+        ("<speaker>Hi</speaker>", False),
+        ("Use <speak> tags", False),
+        ("1 < 2", False),
+    ],
+)
+def test_what_looks_like_ssml(text: str, ssml: bool) -> None:
+    assert looks_like_ssml(text) is ssml
+
+
+def test_what_is_spoken_decides_the_digest_not_the_markup() -> None:
+    plain = "Door open. Check the camera."
+    assert spoken_digest(doc(plain)) == spoken_digest(plain)
+    assert spoken_digest(doc("Door open.<!-- x --> Check the camera.")) == spoken_digest(plain)
+    assert spoken_digest(doc('<prosody rate="slow">Door open.</prosody>')) != spoken_digest(
+        "Door open."
+    )
+    first = doc('<break time="1s"/>Door <say-as interpret-as="digits">12</say-as>')
+    again = doc('<break time="1s"/>Door <say-as interpret-as="digits">12</say-as>')
+    assert spoken_digest(first) == spoken_digest(again)
+
+
+# --- the router, with fake voices -----------------------------------------------------------
+
+
+class FakeMandarin(FakeVoice):
+    """Reads pinyin as the Mandarin voice does: its symbols, as ids of its tone."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.language, self.name, self.alphabet = "zh", "baker", "x-pinyin"
+
+    def ids(self, text: str) -> list[list[int]]:
+        return [[len(symbol) for symbol in pinyin.to_symbols(text)]]
+
+
+EN, MANDARIN = FakeVoice(), FakeMandarin()
+EN.name = "joe"
+VOICES = Voices(
+    settings_from_mapping(
+        {"device_id": "pi", "voices": {"default": {}, "mandarin": {}}, "default_voice": "default"}
+    ),
+    {"default": EN, "mandarin": MANDARIN},
+)
+ROUTER = Router(SynthesisSettings(), VOICES)
+
+
+def plan(body: str, router: Router = ROUTER, voice: FakeVoice = EN) -> list[Chunk]:
+    return router.plan(doc(body), voice, SpeechOptions(length_scale=1.0, volume=0.8), 1.0)
+
+
+def said(chunks: list[Chunk]) -> list[tuple[str, str, tuple[float, float]]]:
+    return [(readable(c.text), c.voice.name, c.silence) for c in chunks]
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("Door open. Check it.", [("Door open.", "joe", (0, 0)), ("Check it.", "joe", (0, 0))]),
+        (
+            'One.<break time="700ms"/> Two.',
+            [("One.", "joe", (0, 0.7)), ("Two.", "joe", (0, 0))],
+        ),
+        ('<break time="500ms"/>Hi.', [("Hi.", "joe", (0.5, 0))]),
+        ('Hi.<break time="1s"/><break time="200ms"/>', [("Hi.", "joe", (0, 1.2))]),
+        (
+            'Hello world<break time="700ms"/> again',
+            [("Hello world", "joe", (0, 0.7)), ("again", "joe", (0, 0))],
+        ),
+        (
+            'A.<break time="1s"/>!!!<break time="1s"/>B.',  # nothing to say between: summed
+            [("A.", "joe", (0, 2.0)), ("B.", "joe", (0, 0))],
+        ),
+        (
+            'Gate <say-as interpret-as="characters">B12</say-as>.',
+            [("Gate B one two.", "joe", (0, 0))],
+        ),
+        (
+            '请拨打<say-as interpret-as="telephone">110</say-as>。',
+            [("请拨打幺幺零.", "baker", (0, 0))],
+        ),
+        ('<lang xml:lang="zh">GPS</lang>丢失', [("GPS丢失", "baker", (0, 0))]),
+        ('<lang xml:lang="en">GPS</lang>丢失', [("GPS", "joe", (0, 0)), ("丢失", "baker", (0, 0))]),
+        ('<voice name="mandarin">ABC</voice>', [("ABC", "baker", (0, 0))]),
+        (
+            '到<phoneme alphabet="x-pinyin" ph="chong2 qing4">重庆</phoneme>。',
+            [("到 [x-pinyin: chong2 qing4].", "baker", (0, 0))],
+        ),
+        (
+            'Turn onto <phoneme alphabet="ipa" ph="kˈæstɹoʊ">Castro</phoneme> Street.',
+            [("Turn onto [ipa: kˈæstɹoʊ] Street.", "joe", (0, 0))],
+        ),
+        (  # a pinyin reading of a Latin word goes to the voice that reads pinyin
+            'Say <phoneme alphabet="x-pinyin" ph="hua2 wei2">Huawei</phoneme>.',
+            [("Say", "joe", (0, 0)), ("[x-pinyin: hua2 wei2].", "baker", (0, 0))],
+        ),
+        ("<p>Hello</p><p>World</p>", [("Hello.", "joe", (0, 0)), ("World.", "joe", (0, 0))]),
+    ],
+)
+def test_spans_become_chunks_with_their_voice_and_silence(
+    body: str, expected: list[tuple[str, str, tuple[float, float]]]
+) -> None:
+    assert said(plan(body)) == expected
+
+
+def test_a_document_that_says_a_plain_text_makes_its_chunks() -> None:
+    text = "Attention please, the next train is late. 下一班列车晚点了，请耐心等待。"
+    plain = ROUTER.plan(text, EN, SpeechOptions())
+    marked = ROUTER.plan(doc(f"<p>{text}</p>"), EN, SpeechOptions())
+    assert [(c.text, c.voice, c.options) for c in marked] == [
+        (c.text, c.voice, c.options) for c in plain
+    ]
+
+
+def test_prosody_sets_speed_and_gain_of_its_span_only() -> None:
+    chunks = plan('Normal. <prosody rate="50%" volume="x-soft">Slow and soft.</prosody> Normal.')
+    assert [(c.options.length_scale, c.options.volume) for c in chunks] == [
+        (1.0, 0.8),
+        (2.0, 0.2),
+        (1.0, 0.8),
+    ]
+    loud = plan('<prosody volume="x-loud"><prosody volume="x-loud">Loud.</prosody></prosody>')
+    assert loud[0].options.volume == 2.0  # the engine's most
+
+
+def test_spans_naming_what_is_not_configured_are_refused_saying_where() -> None:
+    with pytest.raises(ValueError, match=r"line 1, column 8: .*no voice for language 'de'"):
+        plan('<lang xml:lang="de">Hallo</lang>')
+    with pytest.raises(ValueError, match=r"column 8: unknown voice 'nobody'"):
+        plan('<voice name="nobody">x</voice>')
+    english_only = Router(SynthesisSettings())  # `say`: one voice
+    with pytest.raises(ValueError, match=r"voice joe reads ipa phonemes, not x-pinyin"):
+        plan('<lang xml:lang="en"><phoneme alphabet="x-pinyin" ph="a1">a</phoneme></lang>')
+    with pytest.raises(ValueError, match=r"no configured voice reads x-pinyin phonemes"):
+        plan('<phoneme alphabet="x-pinyin" ph="a1">a</phoneme>', english_only)
+
+
+def test_nothing_to_say_is_an_error_even_with_breaks() -> None:
+    with pytest.raises(EmptyTextError):
+        plan('<break time="1s"/>')
+    with pytest.raises(EmptyTextError):
+        plan('<s>  </s><mark name="x"/>')
+
+
+def test_private_use_characters_in_text_never_become_readings() -> None:
+    forged = "\ue000kæt\ue002 \U000f0000"
+    chunks = ROUTER.plan(forged + " dog", EN, SpeechOptions())
+    assert [c.text for c in chunks] == ["kæt dog"]
+
+
+# --- the real voices ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real(mandarin_voice: Path) -> Iterator[tuple[Router, SpeechVoice, TwoStageVoice]]:
+    english = Voice(files.packaged_fp32())
+    mandarin = TwoStageVoice(mandarin_voice)
+    settings = settings_from_mapping(
+        {"device_id": "pi", "voices": {"default": {}, "mandarin": {}}, "default_voice": "default"}
+    )
+    voices = Voices(settings, {"default": english, "mandarin": mandarin})
+    yield Router(SynthesisSettings(), voices), english, mandarin
+
+
+def spoken(chunk: Chunk) -> str:
+    """What the voice is given: espeak-ng's phonemes, or the Baker symbols."""
+    if isinstance(chunk.voice, Voice):
+        return " | ".join("".join(s) for s in phonemize(chunk.text, chunk.voice.config))
+    return " ".join(pinyin.to_symbols(chunk.text))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            'Turn onto <phoneme alphabet="ipa" ph="kˈæstɹoʊ">Castro</phoneme> Street.',
+            ["tˈɜːn ˈɑːntʊ kˈæstɹoʊ stɹˈiːt."],
+        ),
+        ('<sub alias="World Wide Web">WWW</sub>', ["wˈɜːld wˈaɪd wˈɛb"]),
+        (
+            'Gate <say-as interpret-as="characters">B12</say-as>.',
+            ["ɡˈeɪt bˈiː wˈʌn tˈuː."],
+        ),
+        ('<say-as interpret-as="ordinal">2</say-as> door', ["sˈɛkənd dˈɔːɹ"]),
+        (
+            '<lang xml:lang="zh-CN">GPS</lang>',
+            ["sil j i4 #0 p i1 #0 ^ ai4 #0 s ii1 sil eos"],
+        ),
+        (
+            '张<phoneme alphabet="x-pinyin" ph="yin2 xing2">银行</phoneme>到了。',
+            ["sil zh ang1 #0 ^ in2 #0 x ing2 #0 d ao4 #0 l e5 sil eos"],
+        ),
+        (  # the same without the reading: the dictionary's bank
+            "张银行到了。",
+            ["sil zh ang1 #0 ^ in2 #0 h ang2 #0 d ao4 #0 l e5 sil eos"],
+        ),
+        (
+            '请拨打<say-as interpret-as="telephone">110</say-as>。',
+            ["sil q ing3 #0 b o1 #0 d a3 #0 ^ iao1 #0 ^ iao1 #0 l ing2 sil eos"],
+        ),
+        ('第<say-as interpret-as="cardinal">2</say-as>', ["sil d i4 #0 ^ er4 sil eos"]),
+    ],
+)
+def test_what_the_real_voices_are_given(
+    real: tuple[Router, SpeechVoice, TwoStageVoice], body: str, expected: list[str]
+) -> None:
+    router, english, _ = real
+    chunks = router.plan(doc(body), english, SpeechOptions())
+    assert [spoken(c) for c in chunks] == expected
+
+
+@pytest.mark.slow
+def test_a_phoneme_the_voice_lacks_is_refused_at_planning(
+    real: tuple[Router, SpeechVoice, TwoStageVoice],
+) -> None:
+    router, english, _ = real
+    with pytest.raises(ValueError, match=r"column 8: phoneme\(s\) ☃ in 'a☃' are not in the voice"):
+        router.plan(doc('<phoneme alphabet="ipa" ph="a☃">x</phoneme>'), english, SpeechOptions())
+    with pytest.raises(ValueError, match=r"'zz1' is not a pinyin syllable the Mandarin voice has"):
+        router.plan(
+            doc('<phoneme alphabet="x-pinyin" ph="zz1">x</phoneme>'), english, SpeechOptions()
+        )
+
+
+def audio_seconds(router: Router, voice: SpeechVoice, body: str) -> float:
+    """Seconds of audio the chunks of `body` make, rendered as a request's are."""
+    options = SpeechOptions(noise_scale=0.0, noise_w=0.0)  # the same audio every time
+    chunks = router.plan(doc(body), voice, options)
+    samples = sum(
+        len(pcm)
+        for index, chunk in enumerate(chunks)
+        for pcm in render(
+            chunk.voice, chunk.text, chunk.options, index == 0, 22050, silence=chunk.silence
+        )
+    )
+    return samples / 22050
+
+
+FRAME_S = 256 / 22050  # one decoder frame of the voices here
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("with_break", "without", "seconds"),
+    [
+        ('One.<break time="700ms"/> Two.', "One. Two.", 0.7),
+        ('<break time="500ms"/>Hello there.', "Hello there.", 0.5),  # before the first word
+        (  # inside a sentence: the break cuts the chunk either way
+            'Hello world<break time="700ms"/> again',
+            'Hello world<break time="0ms"/> again',
+            0.7,
+        ),
+        ('Bye.<break strength="strong"/>', "Bye.", 1.0),
+        ("你好。<break time='700ms'/>再见。", "你好。再见。", 0.7),
+        ("Hi. <break time='700ms'/>你好。", "Hi. 你好。", 0.7),  # between two voices
+    ],
+)
+def test_a_break_adds_its_time_in_silence_within_one_frame(
+    real: tuple[Router, SpeechVoice, TwoStageVoice], with_break: str, without: str, seconds: float
+) -> None:
+    router, english, _ = real
+    added = audio_seconds(router, english, with_break) - audio_seconds(router, english, without)
+    assert abs(added - seconds) <= FRAME_S

@@ -1,0 +1,68 @@
+"""Malformed SSML (tests/support/ssml_cases.py): each document is refused by the parser
+with a reason and where, and, sent to the daemon, gets exactly one event: `rejected`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from edge_tts.text.ssml import SsmlError, parse
+
+from .support.broker import Broker, Recorder
+from .support.daemon_proc import DaemonProcess, daemon_config
+from .support.ssml_cases import VALID, cases
+
+CASES = list(cases())
+
+
+def test_the_valid_documents_the_cases_come_from_parse() -> None:
+    for document in VALID:
+        assert parse(document, max_chars=2000)
+
+
+def test_there_are_hundreds_of_cases_each_different() -> None:
+    documents = [document for _, document in CASES]
+    assert len(documents) > 250 and len(set(documents)) == len(documents)
+
+
+@pytest.mark.parametrize(("what", "document"), CASES, ids=[what for what, _ in CASES])
+def test_each_case_is_refused_saying_where(what: str, document: str) -> None:
+    with pytest.raises(SsmlError, match=r"^SSML (line \d+, column \d+: |is not well-formed)"):
+        parse(document, max_chars=2000)
+
+
+@pytest.fixture()
+def recorder(broker: Broker) -> Iterator[Recorder]:
+    r = Recorder(broker.port, ["edge-tts/#"])
+    yield r
+    r.close()
+
+
+@pytest.mark.slow
+def test_every_case_sent_to_the_daemon_gets_one_rejected_and_nothing_else(
+    workdir: Path, broker: Broker, recorder: Recorder
+) -> None:
+    config = daemon_config(
+        workdir, broker.port, audio={"sink": "wav-dir", "wav_dir": str(workdir / "wavs")}
+    )
+    daemon = DaemonProcess(workdir, config, env={"HOME": str(workdir)})
+    sample = CASES[::4]  # a quarter of them: the parser is the same as above
+    try:
+        daemon.start()
+        daemon.wait_ready()
+        for n, (_, document) in enumerate(sample):
+            payload = {"id": f"bad-{n}", "text": document, "text_format": "ssml"}
+            recorder.publish("edge-tts/testpi/say", json.dumps(payload))
+        recorder.publish("edge-tts/testpi/say", json.dumps({"text": "Done.", "id": "probe"}))
+        recorder.wait_event("edge-tts/testpi/events", "finished", "probe")
+        events = recorder.events("edge-tts/testpi/events")
+        for n, (what, _) in enumerate(sample):
+            kinds = [e["event"] for e in events if e.get("id") == f"bad-{n}"]
+            assert kinds == ["rejected"], what
+        assert daemon.running()
+    finally:
+        print(daemon.log()[-3000:])
+        daemon.close()
