@@ -234,9 +234,7 @@ def test_synthesize_and_invoke_read_ssml_and_refuse_bad_markup(server: Http) -> 
     markup that does not parse is a 400 that says where, never spoken as tags."""
     _, _, plain = server.request("POST", "/synthesize", {"text": PHRASE})
     marked = f'<speak>{PHRASE}<break time="700ms"/></speak>'
-    status, _, data = server.request(
-        "POST", "/synthesize", {"text": marked, "text_format": "ssml"}
-    )
+    status, _, data = server.request("POST", "/synthesize", {"text": marked, "text_format": "ssml"})
     rate, frames = read_wav(data)
     _, plain_frames = read_wav(plain)
     assert status == 200 and abs((frames - plain_frames) / rate - 0.7) < 0.05

@@ -146,3 +146,19 @@ def test_say_refuses_bad_ssml_saying_where(tmp_path: Path) -> None:
     assert result.returncode == 2  # usage
     assert "SSML line 1, column 11: <emphasis> is not supported" in result.stderr
     assert not (tmp_path / "x.wav").exists()
+
+
+def test_say_with_the_daemons_settings_uses_its_lexicon_and_voices(tmp_path: Path) -> None:
+    """`say --config` speaks as the daemon with those settings would: a lexicon entry is
+    read as its alias (here much longer than the word), and an unknown voice name is an
+    error naming the configured ones."""
+    config = tmp_path / "edge-tts.yaml"
+    alias = "the north entrance beside the old loading dock"
+    config.write_text(json.dumps({"device_id": "pi", "text": {"lexicon": [f"NE = {alias}"]}}))
+    plain, aliased = tmp_path / "plain.wav", tmp_path / "aliased.wav"
+    assert run_cli("say", "--out", str(plain), "Meet at NE.").returncode == 0
+    result = run_cli("say", "--config", str(config), "--out", str(aliased), "Meet at NE.")
+    assert result.returncode == 0, result.stderr
+    assert len(read_wav(aliased)[1]) > 2 * len(read_wav(plain)[1])
+    result = run_cli("say", "--config", str(config), "--voice", "nope", "Hi.")
+    assert result.returncode != 0 and "configured: default" in result.stderr

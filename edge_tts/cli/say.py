@@ -11,7 +11,9 @@ from .common import EXIT_ERROR, EXIT_NO_DEVICE, EXIT_REFUSED, EXIT_USAGE, Subpar
 
 if TYPE_CHECKING:
     from ..audio.output import AudioOutput
-    from ..config import AudioSettings
+    from ..config import AudioSettings, SynthesisSettings
+    from ..speech.routing import Router
+    from ..voice.base import SpeechOptions, SpeechVoice
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -23,6 +25,12 @@ def add_parser(sub: Subparsers) -> None:
         help="the text is SSML (docs/text.md; also without this when it starts with <speak)",
     )
     p.add_argument("--out", type=Path, help="write a WAV file instead of playing")
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="speak as the daemon with these settings does: its voices (a Mandarin part to "
+        "the Mandarin voice), its lexicon; --voice then names a configured voice",
+    )
     p.add_argument(
         "--voice",
         help="voice name, path to voice.onnx or a voice directory (default: INT8 joe)",
@@ -44,9 +52,10 @@ def add_parser(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..config import AudioSettings, QueueSettings, SynthesisSettings
+    from ..config import AudioSettings, ConfigError, QueueSettings, SynthesisSettings
     from ..speech.oneshot import NoSoundCardError, SayFailed, say
     from ..text import EmptyTextError, ssml
+    from ..text.lexicon import LexiconError
     from ..voice import files
     from ..voice.base import SpeechOptions
     from ..voice.integrity import ModelIntegrityError
@@ -66,18 +75,22 @@ def run(args: argparse.Namespace) -> int:
     threads = synthesis.threads if args.threads is None else args.threads
     try:
         share_runtime(threads)
-        voice = open_voice(args.voice, args.sha256, threads, synthesis.max_phonemes)
-        options = SpeechOptions(
-            speaker=args.speaker,
-            length_scale=voice.length_scale / args.speed,
-            volume=args.volume,
-        )
+        if args.config is not None:
+            voice, options, router, synthesis = configured(args)
+        else:
+            voice = open_voice(args.voice, args.sha256, threads, synthesis.max_phonemes)
+            options = SpeechOptions(
+                speaker=args.speaker,
+                length_scale=voice.length_scale / args.speed,
+                volume=args.volume,
+            )
+            router = None
         output = _output(args.out, AudioSettings(device=args.device), voice.sample_rate)
-        report = say(text, voice, options, output, synthesis, document)
+        report = say(text, voice, options, output, synthesis, document, router)
     except NoSoundCardError as err:
         hint = "no sound card? write a WAV file instead with --out FILE.wav"
         return fail(EXIT_NO_DEVICE, f"no audio output device ({err}); {hint}")
-    except (files.VoiceNotFoundError, ModelIntegrityError) as err:
+    except (files.VoiceNotFoundError, ModelIntegrityError, ConfigError, LexiconError) as err:
         return fail(EXIT_REFUSED, str(err))
     except (EmptyTextError, ValueError) as err:
         return fail(EXIT_USAGE, str(err))
@@ -86,6 +99,31 @@ def run(args: argparse.Namespace) -> int:
     where = f"wrote {args.out}" if args.out else "played"
     print(f"{where}: {report.summary()}", file=sys.stderr)
     return 0
+
+
+def configured(
+    args: argparse.Namespace,
+) -> tuple[SpeechVoice, SpeechOptions, Router, SynthesisSettings]:
+    """The voice, options and router a request with these arguments gets from the daemon
+    with the settings in `args.config` (`--threads` wins over its own). ConfigError,
+    LexiconError, or ValueError for a voice it does not have."""
+    import dataclasses
+
+    from ..config import load_settings
+    from ..speech.routing import Router
+    from ..text import lexicon
+    from ..voice.registry import Voices
+
+    settings = load_settings(args.config)
+    if args.threads is not None:
+        synthesis = dataclasses.replace(settings.synthesis, threads=args.threads)
+        settings = dataclasses.replace(settings, synthesis=synthesis)
+    entries = lexicon.load(settings.text.lexicon, settings.text.lexicon_file)
+    voices = Voices(settings)
+    voice = voices.choose(args.voice, None)
+    options = voices.options_for(voice, speaker=args.speaker, speed=args.speed, volume=args.volume)
+    router = Router(settings.synthesis, voices, lexicon.Lexicon(entries))
+    return voice, options, router, settings.synthesis
 
 
 def _output(out: Path | None, audio: AudioSettings, rate: int) -> AudioOutput:

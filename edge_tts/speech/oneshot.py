@@ -21,6 +21,7 @@ from ..text.document import Document
 from ..voice.base import SpeechOptions, SpeechVoice
 from .jobs import Job
 from .pipeline import Pipeline
+from .routing import Router
 
 STOP_TIMEOUT_S = 5.0
 _REQUEST_ID = "say"
@@ -92,8 +93,10 @@ def say(
     output: AudioOutput,
     synthesis: SynthesisSettings,
     document: Document | None = None,
+    router: Router | None = None,
 ) -> SayReport:
-    """Speak `text` (or the SSML `document` it is) once and say what it took. Raises
+    """Speak `text` (or the SSML `document` it is) once and say what it took; `router`:
+    the configured voices' and lexicon's (else `voice` reads all of it). Raises
     NoSoundCardError when the output cannot open, the voice's load errors (a tampered
     model), ValueError for text that cannot be spoken (nothing speakable, an unknown
     speaker), SayFailed otherwise."""
@@ -109,6 +112,7 @@ def say(
         reporter=reporter,
         telemetry=Telemetry(),
         played=set[str](),  # nothing to deduplicate: one request
+        router=router,
     )
     parts = Parts(
         [
