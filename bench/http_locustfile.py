@@ -69,7 +69,7 @@ class Announcer(HttpUser):
         )
 
 
-@events.test_stop.add_listener  # type: ignore[untyped-decorator]  # locust is untyped
+@events.test_stop.add_listener
 def _save(**_: Any) -> None:
     out = os.environ.get("HTTP_LOAD_OUT")
     if out:
