@@ -132,3 +132,17 @@ def test_http_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         settings_from_mapping({"http": {"token_file": str(short)}}).http.token()
     with pytest.raises(ConfigError, match="cors_origins"):
         settings_from_mapping({"http": {"cors_origins": ["example.com"]}})
+
+
+def test_a_daemon_without_http_does_not_load_aiohttp() -> None:
+    """aiohttp and prometheus_client are ~12 MB of RSS: only a daemon that serves HTTP
+    carries them (a Pi's daemon without `http.uri` must stay as small as before)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, edge_tts.daemon.app, edge_tts.cli.daemon; "
+        "print(sorted(m for m in ('aiohttp', 'prometheus_client') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -12,12 +12,13 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..audio.sinks import open_output
 from ..cache.wiring import CacheService
 from ..config import ConfigError, Settings
 from ..homeassistant.controls import Controls, optional_subscriptions
-from ..http import HttpServer, RequestTracker
+from ..http.tracker import RequestTracker
 from ..messages.topics import Topics
 from ..mqtt.intake import Intake
 from ..mqtt.link import Inbound, MqttLink
@@ -43,6 +44,9 @@ from .notify import HealthTick, Notifier
 from .periodic import Duty, Tick
 from .status import DaemonStatus
 from .telemetry import Telemetry, TelemetryPublisher
+
+if TYPE_CHECKING:
+    from ..http.door import HttpServer
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -176,6 +180,9 @@ class Daemon:
         ]
 
     def _http_server(self) -> HttpServer:
+        """Imported here: aiohttp and prometheus_client only where HTTP is on."""
+        from ..http.door import HttpServer
+
         assert self.tracker is not None
         try:
             return HttpServer(

@@ -10,10 +10,10 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..audio.output import AudioOutput
 from ..cache.wiring import CacheService
-from ..http import HttpServer
 from ..messages.events import event
 from ..messages.topics import Topics
 from ..mqtt.link import MqttLink
@@ -22,6 +22,9 @@ from ..speech.pipeline import Pipeline
 from ..voice.registry import Voices
 from ..wyoming import WyomingServer
 from .telemetry import Telemetry
+
+if TYPE_CHECKING:
+    from ..http.door import HttpServer
 
 _LOGGER = logging.getLogger(__name__)
 

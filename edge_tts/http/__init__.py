@@ -13,9 +13,7 @@ info_api.py    /voices and /health
 metrics.py     /metrics: the telemetry in Prometheus' format
 fields.py      a JSON body within bounds, and its fields' checks
 errors.py      errors in OpenAI's JSON shape
+
+Nothing is imported here: aiohttp and prometheus_client (12 MB of RSS) load only in a
+daemon whose `http.uri` is set (daemon/app.py imports door.py then).
 """
-
-from .door import HttpServer, Refused
-from .tracker import RequestTracker
-
-__all__ = ["HttpServer", "Refused", "RequestTracker"]
