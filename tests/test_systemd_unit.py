@@ -119,16 +119,20 @@ def _bytes(value: str) -> int:
 
 
 def _verify_root(tmp_path: Path, unit_text: str) -> Path:
-    """A scratch root: systemd's own units, our unit, and an executable at ExecStart."""
+    """A scratch root: systemd's own units, our unit, and an executable at the path of
+    each of its commands (ExecStart=, ExecReload=, ...): verify checks they exist."""
     assert SYSTEMD_UNITS is not None, "no systemd units on this machine"
     root = tmp_path / "root"
     shutil.copytree(SYSTEMD_UNITS, root / "usr/lib/systemd/system", symlinks=True)
     (root / "etc/systemd/system").mkdir(parents=True)
     (root / "etc/systemd/system/edge-ttsd.service").write_text(unit_text)
-    exe = root / "opt/edge-tts/venv/bin/edge-ttsd"
-    exe.parent.mkdir(parents=True)
-    exe.write_text("#!/bin/sh\n")
-    exe.chmod(0o755)
+    commands = re.findall(r"^Exec\w+=[-@:+!]*(/\S+)", unit_text, re.MULTILINE)
+    assert "/opt/edge-tts/venv/bin/edge-ttsd" in commands
+    for command in commands:
+        exe = root / command.lstrip("/")
+        exe.parent.mkdir(parents=True, exist_ok=True)
+        exe.write_text("#!/bin/sh\n")
+        exe.chmod(0o755)
     return root
 
 
