@@ -40,7 +40,7 @@ from edge_tts.speech.schedule import TaskClass
 from edge_tts.text import split_sentences
 from edge_tts.voice.base import SpeechOptions
 from edge_tts.voice.registry import Voices
-from edge_tts.wyoming import WyomingServer, sentences, server
+from edge_tts.wyoming import WyomingServer, sentences
 from edge_tts.wyoming.info import wyoming_language
 from edge_tts.wyoming.sentences import SentenceBuffer
 
@@ -582,7 +582,7 @@ def test_an_idle_client_is_closed(tmp_path: Path) -> None:
 def test_a_taken_port_degrades_and_is_retried(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server, "LISTEN_RETRY_S", 0.1)
+    monkeypatch.setattr(WyomingServer, "retry_s", 0.1)
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen()

@@ -13,7 +13,7 @@ closes a connection whose request is not complete by then; the body's read has i
 timeout in fields.py), and a client that takes none of its audio (`write_timeout`).
 
 An address that cannot be bound degrades the daemon (its status says so) and is tried
-again every LISTEN_RETRY_S; everything else goes on.
+again (daemon/loop_server.py); everything else goes on.
 """
 
 from __future__ import annotations
@@ -21,15 +21,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from aiohttp import web
 
 from ..config import ConfigError, Settings
+from ..daemon.loop_server import STOP_TIMEOUT_S, LoopServer, remove_socket
 from ..daemon.telemetry import Telemetry
 from ..speech.jobs import Job
 from ..speech.responses import Responses
@@ -42,9 +41,6 @@ from .tracker import RequestTracker
 
 _LOGGER = logging.getLogger("edge_tts.http")
 
-START_TIMEOUT_S = 30.0
-STOP_TIMEOUT_S = 10.0
-LISTEN_RETRY_S = 10.0
 MAX_LINE_BYTES = 8190  # the request line and each header line
 MAX_HEADERS = 64
 REFUSAL_LINGER_S = 2.0  # a refused client's request is read and dropped for this long
@@ -54,7 +50,9 @@ class Refused(ConfigError):
     """The server must not start as configured (beyond loopback without a token)."""
 
 
-class HttpServer:
+class HttpServer(LoopServer):
+    kind = "HTTP"
+
     def __init__(
         self,
         settings: Settings,
@@ -77,7 +75,7 @@ class HttpServer:
                 '"http-token" (LoadCredential=http-token:/path/to/file)',
                 "http.uri",
             )
-        self.uri = http.uri
+        super().__init__(http.uri, "http")
         self.settings = http
         self.telemetry = telemetry
         self.pool = AudioPool(http.pool_entries, round(http.pool_mb * 1024 * 1024), http.pool_ttl)
@@ -96,80 +94,30 @@ class HttpServer:
         )
         # A text of max_text_chars as JSON, each character escaped (\uXXXX\uXXXX at worst).
         self.max_body = settings.queue.max_text_chars * 12 + 4096
-        self.problem: str | None = None  # why it cannot listen, while it cannot
-        self._thread = threading.Thread(target=self._run, name="http", daemon=True)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopping: asyncio.Event | None = None
-        self._stop_requested = False
-        self._tried = threading.Event()
-        self._server: asyncio.Server | None = None
+        self._runner: web.AppRunner | None = None
         self._web: _Server | None = None
-
-    # --- the part (any thread) -------------------------------------------------------
-
-    def start(self) -> None:
-        """Listen; returns once the first attempt is done (bound, or degraded)."""
-        self._thread.start()
-        if not self._tried.wait(START_TIMEOUT_S):
-            raise RuntimeError(f"the HTTP server did not start within {START_TIMEOUT_S:g} s")
-
-    def stop(self) -> None:
-        self._stop_requested = True
-        loop, stopping = self._loop, self._stopping
-        if loop is not None and stopping is not None:
-            with contextlib.suppress(RuntimeError):  # the loop has ended already
-                loop.call_soon_threadsafe(stopping.set)
-        if self._thread.is_alive():
-            self._thread.join(STOP_TIMEOUT_S)
-
-    @property
-    def alive(self) -> bool:
-        return self._thread.is_alive()
 
     @property
     def connections(self) -> int:
         web_server = self._web
         return web_server.open if web_server is not None else 0
 
-    @property
-    def address(self) -> str | tuple[str, int] | None:
-        server = self._server
-        if server is None or not server.sockets:
-            return None
-        name = server.sockets[0].getsockname()
-        return (str(name[0]), int(name[1])) if isinstance(name, tuple) else str(name)
-
     def gauges(self) -> dict[str, object]:
         return {"http_connections": self.connections, "http_pool": self.pool.gauges()}
 
     # --- the loop (thread "http") -----------------------------------------------------
 
-    def _run(self) -> None:
-        try:
-            asyncio.run(self._main())
-        finally:
-            self._tried.set()
-
-    async def _main(self) -> None:
-        stopping = self._stopping = asyncio.Event()
-        self._loop = asyncio.get_running_loop()
-        if self._stop_requested:
-            stopping.set()
-        runner = web.AppRunner(make_app(self.door, self.max_body), access_log=None)
+    async def _setup(self) -> None:
+        runner = self._runner = web.AppRunner(make_app(self.door, self.max_body), access_log=None)
         await runner.setup()
         self._web = self._make_server(runner)
-        try:
-            while not await self._listen():
-                self._tried.set()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(LISTEN_RETRY_S):
-                        await stopping.wait()
-                if stopping.is_set():
-                    return
-            self._tried.set()
-            await stopping.wait()
-        finally:
-            await self._shutdown(runner)
+
+    async def _open(self) -> asyncio.Server:
+        assert self._web is not None
+        return await _start_server(self.uri, self._web)
+
+    def _listening_note(self) -> str:
+        return ", with " + ("a bearer token" if self.door.token else "no token (loopback only)")
 
     def _make_server(self, runner: web.AppRunner) -> _Server:
         app_server = runner.server
@@ -188,40 +136,14 @@ class HttpServer:
             },
         )
 
-    async def _listen(self) -> bool:
-        assert self._web is not None
-        try:
-            self._server = await _start_server(self.uri, self._web)
-        except OSError as err:
-            problem = f"cannot listen on {self.uri}: {err.strerror or err}"
-            if problem != self.problem:
-                _LOGGER.error("HTTP server %s; trying again every %g s", problem, LISTEN_RETRY_S)
-            self.problem = problem
-            return False
-        if self.problem is not None:
-            _LOGGER.info("HTTP server recovered")
-        self.problem = None
-        address = self.address
-        where = f"{address[0]}:{address[1]}" if isinstance(address, tuple) else self.uri
-        token = "a bearer token" if self.door.token else "no token (loopback only)"
-        _LOGGER.info("HTTP server listening on %s, with %s", where, token)
-        return True
-
-    async def _shutdown(self, runner: web.AppRunner) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            server.close()
+    async def _close_connections(self) -> None:
         if self._web is not None:
             self._web.pre_shutdown()  # idle connections close; requests in flight...
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(STOP_TIMEOUT_S):
                     await self._web.shutdown(STOP_TIMEOUT_S / 2)  # ...are cancelled
-        await runner.cleanup()
-        if server is not None:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(STOP_TIMEOUT_S):
-                    await server.wait_closed()
-        _remove_socket(self.uri)
+        if self._runner is not None:
+            await self._runner.cleanup()
 
 
 class _Server(web.Server):
@@ -336,14 +258,6 @@ async def _start_server(uri: str, factory: Callable[[], Any]) -> asyncio.Server:
     loop = asyncio.get_running_loop()
     parsed = urlparse(uri)
     if parsed.scheme == "unix":
-        _remove_socket(uri)  # one left by a daemon that was killed
+        remove_socket(uri)  # one left by a daemon that was killed
         return await loop.create_unix_server(factory, path=parsed.path)
     return await loop.create_server(factory, host=parsed.hostname, port=parsed.port or 0)
-
-
-def _remove_socket(uri: str) -> None:
-    parsed = urlparse(uri)
-    if parsed.scheme == "unix":
-        path = Path(parsed.path)
-        if path.is_socket():
-            path.unlink(missing_ok=True)
