@@ -160,7 +160,7 @@ def _number_abbreviation(match: re.Match[str]) -> str:
 
 # --- dates --------------------------------------------------------------------------------
 
-_MONTHS: Final = (
+MONTHS: Final = (
     "January",
     "February",
     "March",
@@ -175,8 +175,8 @@ _MONTHS: Final = (
     "December",
 )
 _MONTH_NUMBERS: Final = {
-    **{name: index for index, name in enumerate(_MONTHS, 1)},
-    **{name[:3]: index for index, name in enumerate(_MONTHS, 1)},
+    **{name: index for index, name in enumerate(MONTHS, 1)},
+    **{name[:3]: index for index, name in enumerate(MONTHS, 1)},
     "Sept": 9,
 }
 # Longest first so "Sept" wins over "Sep" and "June" over "Jun".
@@ -202,7 +202,7 @@ def _date_words(month: int, day: int, year: int | None) -> str | None:
     """ "November twenty-ninth[, twenty twenty-six]", or None for an impossible date."""
     if not 1 <= month <= 12 or not 1 <= day <= calendar.monthrange(year or _LEAP_YEAR, month)[1]:
         return None
-    words = f"{_MONTHS[month - 1]} {num.ordinal(day)}"
+    words = f"{MONTHS[month - 1]} {num.ordinal(day)}"
     return words if year is None else f"{words}, {num.year(year)}"
 
 
@@ -236,13 +236,13 @@ def _day_month(match: re.Match[str]) -> str:
         return match.group()
     if match["of"]:
         year_words = f", {num.year(int(year))}" if year else ""
-        words = f"{num.ordinal(day)} of {_MONTHS[month - 1]}{year_words}"
+        words = f"{num.ordinal(day)} of {MONTHS[month - 1]}{year_words}"
     # Without a year the month's period may have been the sentence's.
     return words if year else words + _period(match)
 
 
 def _month_year(match: re.Match[str]) -> str:
-    return f"{_MONTHS[_MONTH_NUMBERS[match['month']] - 1]} {num.year(int(match['year']))}"
+    return f"{MONTHS[_MONTH_NUMBERS[match['month']] - 1]} {num.year(int(match['year']))}"
 
 
 # --- times --------------------------------------------------------------------------------

@@ -18,23 +18,10 @@ from typing import Final
 from . import chinese_numbers as zh_num
 from . import english_numbers as en_num
 from .document import SayAs
+from .english import MONTHS
 from .languages import primary_language
 
 DATE_FORMATS: Final = ("mdy", "dmy", "ymd", "ydm", "md", "dm", "ym", "my", "y", "m", "d")
-_MONTHS: Final = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
 _LEAP_YEAR: Final = 2000  # a day and month without a year may be the 29th of February
 
 _NUMBER: Final = re.compile(r"(?P<sign>[+-])?(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<frac>\d+))?")
@@ -178,7 +165,7 @@ def _date_en(say_as: SayAs, text: str) -> str:
     month, day, year = fields.get("m"), fields.get("d"), fields.get("y")
     words = []
     if month is not None:
-        words.append(_MONTHS[month - 1])
+        words.append(MONTHS[month - 1])
     if day is not None:
         words.append(en_num.ordinal(day) + ("," if year is not None else ""))
     if year is not None:
