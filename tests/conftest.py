@@ -18,7 +18,7 @@ from edge_tts.state.atomic import exclusive
 from edge_tts.voice import files
 from edge_tts.voice.model import Voice
 
-from .support.broker import Broker
+from .support.broker import Broker, Recorder
 from .support.rootfs import ci_cache
 from .support.soundcard import VirtualSoundCard
 
@@ -87,6 +87,15 @@ def broker(workdir: Path) -> Iterator[Broker]:
     """A real Mosquitto on a free loopback port, stopped also when the test fails."""
     with Broker(workdir) as b:
         yield b
+
+
+@pytest.fixture()
+def recorder(broker: Broker) -> Iterator[Recorder]:
+    """What the broker carries on the daemon's topics (a test may record more with its
+    own fixture of this name)."""
+    r = Recorder(broker.port, ["edge-tts/#"])
+    yield r
+    r.close()
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -263,13 +262,6 @@ def test_explain_refuses_a_bad_entry_and_bad_ssml(tmp_path: Path, mandarin_voice
 
 
 # --- the daemon reloads it on SIGHUP ----------------------------------------------------------
-
-
-@pytest.fixture()
-def recorder(broker: Broker) -> Iterator[Recorder]:
-    r = Recorder(broker.port, ["edge-tts/#"])
-    yield r
-    r.close()
 
 
 @pytest.mark.slow

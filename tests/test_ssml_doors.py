@@ -25,13 +25,6 @@ LEAD_IN_S = 0.25  # audio.lead_in_ms: silence a WAV file starts with
 
 
 @pytest.fixture()
-def recorder(broker: Broker) -> Iterator[Recorder]:
-    r = Recorder(broker.port, ["edge-tts/#"])
-    yield r
-    r.close()
-
-
-@pytest.fixture()
 def daemon(workdir: Path, broker: Broker) -> Iterator[DaemonProcess]:
     out = workdir / "wavs"
     config = daemon_config(workdir, broker.port, audio={"sink": "wav-dir", "wav_dir": str(out)})

@@ -4,7 +4,6 @@ with a reason and where, and, sent to the daemon, gets exactly one event: `rejec
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,13 +31,6 @@ def test_there_are_hundreds_of_cases_each_different() -> None:
 def test_each_case_is_refused_saying_where(what: str, document: str) -> None:
     with pytest.raises(SsmlError, match=r"^SSML (line \d+, column \d+: |is not well-formed)"):
         parse(document, max_chars=2000)
-
-
-@pytest.fixture()
-def recorder(broker: Broker) -> Iterator[Recorder]:
-    r = Recorder(broker.port, ["edge-tts/#"])
-    yield r
-    r.close()
 
 
 @pytest.mark.slow
