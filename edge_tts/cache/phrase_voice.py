@@ -41,25 +41,14 @@ def open_best_build(voice: SpeechVoice, threads: int, max_phonemes: int | None) 
     return Voice(files.from_model_path(original.path), original.sha256, threads, max_phonemes)
 
 
-def load_quietly(voice: SpeechVoice) -> None:
-    """Load a voice in a thread of the lowest CPU priority (Linux: nice is per thread, and
-    the child process that cuts the graph inherits it): reading, hashing and cutting the
-    FP32 build take seconds that cannot be paused for a request, but at nice 19 they get
-    the CPU only when nothing else wants it. The hardened unit refuses setpriority
-    (SystemCallFilter=~@resources): there it loads at normal priority, which is why the
-    daemon loads it before it takes requests (Prerenderer.prepare)."""
-    failure: list[BaseException] = []
-
-    def load() -> None:
-        with contextlib.suppress(OSError, AttributeError):  # not Linux: normal priority
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        try:
-            voice.load()
-        except BaseException as err:  # raised again in the pre-render thread
-            failure.append(err)
-
-    loader = threading.Thread(target=load, name="prerender-load", daemon=True)
-    loader.start()
-    loader.join()
-    if failure:
-        raise failure[0]
+def load_at_low_priority(voice: SpeechVoice) -> None:
+    """Load a voice at the lowest CPU priority, from a thread that exists for it (Linux:
+    nice is per thread, so this thread's, and the child process that cuts the graph
+    inherits it): reading, hashing and cutting the FP32 build take seconds that cannot be
+    paused for a request, but at nice 19 they get the CPU only when nothing else wants it.
+    The hardened unit refuses setpriority (SystemCallFilter=~@resources): there it loads
+    at normal priority, which is why the daemon loads it before it takes requests
+    (Prerenderer.prepare)."""
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: normal priority
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    voice.load()

@@ -31,7 +31,7 @@ from ..voice.base import SpeechVoice
 from ..voice.model import release_free_memory
 from ..voice.registry import Voices
 from .key import ChunkInput, ChunkKey
-from .phrase_voice import best_build_sha256, load_quietly, open_best_build
+from .phrase_voice import best_build_sha256, load_at_low_priority, open_best_build
 from .store import CacheStore
 
 _LOGGER = logging.getLogger(__name__)
@@ -277,7 +277,7 @@ class Prerenderer:
 
     def _load_quietly(self, voice: SpeechVoice) -> None:
         """Load the build while the daemon serves requests: at nice 19, in a thread of its
-        own (load_quietly), so no worker waits seconds for it; the pass goes on when it is
+        own (load_at_low_priority), so no worker waits seconds for it; the pass goes on when it is
         loaded."""
         with self._lock:
             self._loading = True
@@ -285,7 +285,7 @@ class Prerenderer:
         def load() -> None:
             try:
                 build = self._open_build(voice)
-                load_quietly(build)
+                load_at_low_priority(build)
                 self._builds[id(voice)] = build
             except Exception:
                 _LOGGER.exception("Cannot load the build that renders the phrases")
