@@ -15,8 +15,8 @@ Engines (all on CPUExecutionProvider, 2 intra-op threads, 1 inter-op thread):
     piper  piper-tts's PiperVoice (one chunk per sentence) on the same FP32 model
     int8-cand  with `--candidate PATH`: our engine on another INT8 build (e.g. a new
            scheme's), in the same interleaved run, for its ratios to all of the above;
-           with `--candidate-own-pools` also without share_runtime (a thread pool per
-           session, spinning off)
+           with `--candidate-own-pools` also without share_runtime (an arena per session;
+           before d2739b2 this was how to compare against the shared spinning pool)
 
 Each engine lives in its own worker process (`--worker ENGINE`), so its peak RSS is its
 own (getrusage ru_maxrss). The three workers stay alive and the parent gates them over
@@ -657,7 +657,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--candidate-own-pools",
         action="store_true",
-        help="the candidate without share_runtime: a thread pool per session, spinning off",
+        help="the candidate without share_runtime: an arena per session",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--json-out", type=Path, help="also write the results as JSON here")
