@@ -14,7 +14,9 @@ Engines (all on CPUExecutionProvider, 2 intra-op threads, 1 inter-op thread):
            what the fast first sound costs in throughput
     piper  piper-tts's PiperVoice (one chunk per sentence) on the same FP32 model
     int8-cand  with `--candidate PATH`: our engine on another INT8 build (e.g. a new
-           scheme's), in the same interleaved run, for its ratios to all of the above
+           scheme's), in the same interleaved run, for its ratios to all of the above;
+           with `--candidate-own-pools` also without share_runtime (an arena per session;
+           before d2739b2 this was how to compare against the shared spinning pool)
 
 Each engine lives in its own worker process (`--worker ENGINE`), so its peak RSS is its
 own (getrusage ru_maxrss). The three workers stay alive and the parent gates them over
@@ -87,7 +89,9 @@ class Engine(Protocol):
 
 
 class OurEngine:
-    def __init__(self, model: Path, threads: int, first_window: bool = True) -> None:
+    def __init__(
+        self, model: Path, threads: int, first_window: bool = True, shared: bool = True
+    ) -> None:
         # Imports here, at worker start: `load` times the model load only.
         from edge_tts.config import SynthesisSettings
         from edge_tts.speech.routing import Router
@@ -95,7 +99,8 @@ class OurEngine:
         from edge_tts.voice.base import SpeechOptions
         from edge_tts.voice.model import Voice, share_runtime
 
-        share_runtime(threads)  # as the daemon and `say` do
+        if shared:
+            share_runtime(threads)  # as the daemon and `say` do
         self.model = model
         self.threads = threads
         self.first_window = first_window  # False: what the short first window costs
@@ -165,11 +170,11 @@ def model_path(engine: str, int8: Path) -> Path:
     return files.packaged_fp32().model
 
 
-def make_engine(engine: str, int8: Path, threads: int) -> Engine:
+def make_engine(engine: str, int8: Path, threads: int, own_pools: bool = False) -> Engine:
     path = model_path(engine, int8)
     if engine == "piper":
         return PiperEngine(path, threads)
-    return OurEngine(path, threads, first_window=engine != "int8-1win")
+    return OurEngine(path, threads, first_window=engine != "int8-1win", shared=not own_pools)
 
 
 def peak_rss_mb() -> float:
@@ -197,11 +202,11 @@ def speak(engine: Engine, text: str) -> dict[str, float]:
     }
 
 
-def worker(name: str, int8: Path, threads: int) -> int:
+def worker(name: str, int8: Path, threads: int, own_pools: bool = False) -> int:
     """Serve the parent's JSON-line commands on stdin; one JSON line of reply each."""
     reply = workers.reply
     t0 = time.perf_counter()
-    engine = make_engine(name, int8, threads)
+    engine = make_engine(name, int8, threads, own_pools)
     reply(ready=True, rss_mb=own_rss_mb(), import_s=time.perf_counter() - t0)
     for line in sys.stdin:
         command = json.loads(line)
@@ -233,10 +238,11 @@ def worker(name: str, int8: Path, threads: int) -> int:
 class Worker:
     """A gated engine process: it does something only when told to, then answers."""
 
-    def __init__(self, engine: str, int8: Path, threads: int) -> None:
+    def __init__(self, engine: str, int8: Path, threads: int, own_pools: bool = False) -> None:
         self.engine = engine
         argv = workers.argv("bench.engine", "--worker", engine, "--int8", str(int8),
-                            "--threads", str(threads))  # fmt: skip
+                            "--threads", str(threads),
+                            *(["--candidate-own-pools"] if own_pools else []))  # fmt: skip
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=workers.REPO
         )
@@ -342,7 +348,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     load_before = os.getloadavg()
     started = time.monotonic()
     log(f"starting {len(engines)} gated workers ...")
-    workers = {e: Worker(e, builds[e], args.threads) for e in engines}
+    own = {e: e == CANDIDATE and args.candidate_own_pools for e in engines}
+    workers = {e: Worker(e, builds[e], args.threads, own[e]) for e in engines}
     try:
         for e in engines:  # one at a time: the others wait on stdin
             answer = workers[e].ask(cmd="load", warm=True)
@@ -372,7 +379,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             w.kill()
     for repeat in range(args.loads - 1):  # more load samples, from fresh processes
         for e in rotated(engines, repeat + 1):
-            fresh = Worker(e, builds[e], args.threads)
+            fresh = Worker(e, builds[e], args.threads, own[e])
             try:
                 results[e].load_s.append(fresh.ask(cmd="load", warm=False)["load_s"])
                 fresh.quit()
@@ -581,11 +588,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="intra-op threads per engine")
     parser.add_argument("--int8", type=Path, default=files.default_int8_path())
     parser.add_argument("--candidate", type=Path, help="another INT8 build to run alongside")
+    parser.add_argument(
+        "--candidate-own-pools",
+        action="store_true",
+        help="the candidate without share_runtime: an arena per session",
+    )
     add_output_options(parser)
     parser.add_argument("--worker", choices=(*ENGINES, CANDIDATE), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        return worker(args.worker, args.int8, args.threads)
+        return worker(args.worker, args.int8, args.threads, args.candidate_own_pools)
     if args.quick:
         args.rounds = args.rounds or 1
         args.sentences = args.sentences or QUICK_SENTENCES

@@ -256,7 +256,7 @@ def breakdown(
 ) -> list[dict[str, Any]]:
     """Where the Mandarin TTFA goes, per first chunk: pinyin + ids, the acoustic model on
     the whole chunk, the first vocoder window (FIRST_WINDOW_FRAMES + context). The two
-    stages are the voice's files in sessions of their own (bench/zh_quant.py's, with the
+    stages are the voice's files in sessions of their own (bench.zh_quant's, with the
     daemon's session options), so each is timed apart."""
     from edge_tts.text import prepare
     from edge_tts.voice.windowed import FIRST_WINDOW_FRAMES

@@ -27,6 +27,12 @@ voice as imported (nothing in the voice directory changes):
                  the folded FP32 weights; predictors and encoder as imported
     e-static     the same Convs static QDQ INT8 (QLinearConv), calibrated on the
                  CALIBRATION sentences' ids
+    f-pp         the vocoder's three upsampling ConvTransposes (kernel k x 1, stride s x 1,
+                 2-D of width 1) made 1-D between a Squeeze and an Unsqueeze and rewritten
+                 as polyphase Convs (edge_tts.voicebuild.polyphase, the English voice's
+                 rewrite): FP32, the same numbers
+    f-pp-int8    f-pp with those three Convs (and their interleave) static QDQ INT8,
+                 calibrated as d-static (MinMax); f-pp-int8-p: Percentile 99.95 per side
 
 Quality, on the EVALUATION sentences (one chunk each, deterministic: FastSpeech2 has no
 sampling): each option's audio against a-ref's with edge_tts/voicebuild/quality.py's
@@ -115,6 +121,7 @@ CALIBRATION = (
 )
 
 VOCODER_OUTPUT_STAGE = ("sequential_4/conv1d_25/", "conv1d;PartitionedCall/")
+VOCODER_UPSAMPLING = "sequential_4/conv_transpose_"
 STACKS_01 = ("sequential_4/conv1d/", "residual_stack_._0.", "residual_stack_._1.")
 
 FloatArray = npt.NDArray[np.float32]
@@ -152,6 +159,9 @@ OPTIONS = (
     Option("d-static", "vocoder static QDQ, first Conv + all residual stacks", vocoder="static"),
     Option("d-static-01", "vocoder static QDQ, first Conv + stacks 0-1", vocoder="static-01"),
     Option("e-dyn", "acoustic decoder FFN + postnet Convs dynamic INT8 (u8)", acoustic="dyn"),
+    Option("f-pp", "vocoder upsampling ConvTransposes as polyphase Convs, FP32", vocoder="pp"),
+    Option("f-pp-int8", "f-pp, the polyphase Convs static QDQ INT8", vocoder="pp-int8"),
+    Option("f-pp-int8-p", "f-pp-int8, Percentile 99.95 % per side", vocoder="pp-int8-p"),
     Option("e-static", "acoustic decoder FFN + postnet Convs static QDQ INT8", acoustic="static"),
 )
 # The acoustic model's Convs at the mel frame rate, where its time goes (decoder FFN and
@@ -226,6 +236,67 @@ def renamed_tensors(src: Path, dst: Path) -> None:
         node.output[:] = [new(o) for o in node.output]
     del graph.value_info[:]
     onnx.save(model, str(dst))
+
+
+def squeezed_conv_transposes(model: Any, prefix: str) -> int:
+    """Each 2-D ConvTranspose of width 1 (kernel k x 1, stride s x 1) whose name starts with
+    `prefix` as a 1-D one between a Squeeze and an Unsqueeze of the width axis, in place,
+    so that edge_tts.voicebuild.polyphase can rewrite it. Returns how many."""
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    inits = {i.name: i for i in graph.initializer}
+    axes = numpy_helper.from_array(np.array([3], np.int64), "width_axis")
+    graph.initializer.append(axes)
+    done = 0
+    new_nodes = []
+    for node in graph.node:
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        weight = inits.get(node.input[1]) if len(node.input) > 1 else None
+        plain = attrs.get("kernel_shape", [0, 0])[1] == 1 and attrs.get("strides", [1, 1])[1] == 1
+        if node.op_type != "ConvTranspose" or not node.name.startswith(prefix) or not plain:
+            new_nodes.append(node)
+            continue
+        assert weight is not None and not any(attrs.get("pads", [0])), node.name
+        w = numpy_helper.to_array(weight)[..., 0]
+        weight.CopyFrom(numpy_helper.from_array(w, weight.name))
+        narrow, wide = node.input[0] + "/1d", node.output[0] + "/1d"
+        new_nodes.append(helper.make_node("Squeeze", [node.input[0], "width_axis"], [narrow]))
+        node.input[0] = narrow
+        out = node.output[0]
+        node.output[0] = wide
+        kept = [a for a in node.attribute if a.name not in ("kernel_shape", "strides")]
+        del node.attribute[:]
+        node.attribute.extend(kept)
+        node.attribute.extend(
+            [
+                helper.make_attribute("kernel_shape", [attrs["kernel_shape"][0]]),
+                helper.make_attribute("strides", [attrs["strides"][0]]),
+            ]
+        )
+        new_nodes.append(node)
+        new_nodes.append(helper.make_node("Unsqueeze", [wide, "width_axis"], [out]))
+        done += 1
+    del graph.node[:]
+    graph.node.extend(new_nodes)
+    return done
+
+
+def polyphase_vocoder(src: Path, dst: Path) -> dict[str, Any]:
+    import onnx
+
+    from edge_tts.voicebuild.polyphase import rewrite_conv_transposes
+
+    model = onnx.load(str(src))
+    squeezed = squeezed_conv_transposes(model, VOCODER_UPSAMPLING)
+    convs = rewrite_conv_transposes(model, (VOCODER_UPSAMPLING,))
+    del model.graph.value_info[:]
+    # The import lists each opset twice, which onnxruntime's quantizer rejects.
+    opsets = {entry.domain: entry.version for entry in model.opset_import}
+    del model.opset_import[:]
+    model.opset_import.extend(onnx.helper.make_opsetid(d, v) for d, v in opsets.items())
+    onnx.save(model, str(dst))
+    return {"rewritten": len(convs), "squeezed": squeezed}
 
 
 def conv_names(model_path: Path, keep: Callable[[str], bool]) -> list[str]:
@@ -330,6 +401,12 @@ def build_one(
                 op_types_to_quantize=["Conv"],
             )
             return {}
+        if name.startswith("pp"):
+            rewritten = work / "vocoder.pp.onnx"
+            counts = polyphase_vocoder(src, rewritten if name != "pp" else dst)
+            if name == "pp":
+                return counts
+            return {**counts, **polyphase_int8(rewritten, work, dst, mels, name.endswith("-p"))}
         stage = STACKS_01 if name == "static-01" else ("sequential_4/",)
 
         def wanted_conv(node: str) -> bool:
@@ -354,6 +431,39 @@ def build_one(
         extra_options={"CalibStridedMinMax": 1},
     )
     return {"quantized_convs": len(nodes)}
+
+
+def polyphase_int8(
+    src: Path, work: Path, dst: Path, mels: Sequence[FloatArray], percentile: bool
+) -> dict[str, Any]:
+    """The polyphase Convs of `src` and their interleave, static QDQ INT8."""
+    import onnx
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    from edge_tts.voicebuild.polyphase import INTERLEAVE_OPS, interleave_nodes
+
+    renamed = work / "vocoder.pp.renamed.onnx"
+    renamed_tensors(src, renamed)
+    model = onnx.load(str(renamed))
+    nodes = [n.name for n in model.graph.node if n.op_type == "Conv" and "_polyphase/" in n.name]
+    nodes += interleave_nodes(model, nodes)
+    extra: dict[str, Any] = {"CalibStridedMinMax": 1}
+    if percentile:
+        extra.update(CalibPercentile=99.95, CalibTensorRangeSymmetric=False)
+    quantize_static(
+        str(renamed),
+        str(dst),
+        FeedReader([{"mels": m} for m in mels]),
+        quant_format=QuantFormat.QDQ,
+        activation_type=QuantType.QUInt8,
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        op_types_to_quantize=["Conv", *INTERLEAVE_OPS],
+        nodes_to_quantize=nodes,
+        calibrate_method=CalibrationMethod.Percentile if percentile else CalibrationMethod.MinMax,
+        extra_options=extra,
+    )
+    return {"quantized_nodes": len(nodes)}
 
 
 def op_counts(path: Path) -> dict[str, int]:
@@ -662,7 +772,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if wanted[0].name != "a-ref":
         wanted.insert(0, BY_NAME["a-ref"])
     need_mels = any(
-        o.vocoder.startswith("static") and not (args.work / o.vocoder_file).exists() for o in wanted
+        o.vocoder.startswith(("static", "pp-int8")) and not (args.work / o.vocoder_file).exists()
+        for o in wanted
     )
     log("building the options")
     mels = calibration_mels(args.voice) if need_mels else []

@@ -164,3 +164,31 @@ def test_runtime_cuts_the_decoder_at_a_rewritten_upsampling() -> None:
     halves = split_at_decoder(model)
     assert halves is not None
     assert len(halves.decoder) == 2
+
+
+@pytest.mark.slow
+def test_upsampling_scheme_has_seven_bit_weights_and_int8_upsamplings(tmp_path: Path) -> None:
+    """static-fast-ups01: ups.0 and ups.1 run as QLinearConv, and no weight is beyond 64 in
+    magnitude, so AVX2's u8s8 kernels (which sum pairs of products in int16) cannot
+    saturate: 255 * 64 * 2 < 32768, and every CPU's int8 kernels compute the same."""
+    source = files.packaged_fp32()
+    dst = tmp_path / "voice.int8.onnx"
+    calibration = sentence_ids(source, "calibration_en.txt")[:4]  # enough to build and run
+    manifest = quantize(source.model, dst, "static-fast-ups01", calibration)
+    nodes: Any = manifest["nodes"]
+    assert nodes["counts"]["ConvTranspose"] == {"quantized": 2, "fp32": 1}
+    model = onnx.load(dst)
+    weights = [
+        numpy_helper.to_array(tensor).astype(np.int32)
+        for tensor in model.graph.initializer
+        if tensor.data_type == TensorProto.INT8
+    ]
+    assert weights and max(int(np.abs(w).max()) for w in weights) <= 64
+    optimized = tmp_path / "optimized.onnx"
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(optimized)
+    ort.InferenceSession(str(dst), options, providers=["CPUExecutionProvider"])
+    fused = {node.name: node.op_type for node in onnx.load(optimized).graph.node}
+    for ups in ("/dec/ups.0/", "/dec/ups.1/"):
+        assert fused.get(f"{ups}ConvTranspose_polyphase/Conv") == "QLinearConv", ups

@@ -134,3 +134,39 @@ def test_a_voice_that_needs_pauses_gets_them_after_sentences_and_clause_cuts() -
     assert sentence_pause(zh, "您已偏离路线,", 1000).size == 200  # first chunk cut at ，
     assert sentence_pause(zh, "前方路口请左转然后直行", 1000).size == 0  # cut mid-clause
     assert sentence_pause(FakeVoice(), "Turn left.", 1000).size == 0  # its model pauses
+
+
+SHARED_RUNTIME_CHILD = """
+import threading, psutil
+from edge_tts.voice import files
+from edge_tts.voice.model import Voice, share_runtime
+from edge_tts.voicebuild import quality
+assert share_runtime(2)
+voice = Voice(files.packaged_fp32())
+voice.synthesize(voice.ids("Hello.")[0])
+# a session with a pool of its own (the quantizer's calibration) in the same process
+quality.synthesize(quality.load_session(voice.files.model), voice.ids("Hi.")[0])
+process = psutil.Process()
+before = sum(process.cpu_times()[:2])
+threading.Event().wait(0.3)  # an observation window: what the idle pools burn in it
+print(sum(process.cpu_times()[:2]) - before)
+"""
+
+
+def test_shared_runtime_leaves_no_pool_spinning_after_a_run() -> None:
+    # share_runtime shares one arena; each session keeps its own pool with spinning off.
+    # onnxruntime's global pool spun ~50 ms of CPU on a core after every run
+    # (bench.spin_cpu), and while it was on, sessions with own pools were refused.
+    import subprocess
+    import sys
+
+    child = subprocess.run(
+        [sys.executable, "-c", SHARED_RUNTIME_CHILD],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr[-2000:]
+    idle_cpu_s = float(child.stdout.split()[-1])
+    assert idle_cpu_s < 0.02

@@ -21,7 +21,6 @@ from edge_tts.tune.run import pick, thread_counts
 from edge_tts.voice import builds, files
 from edge_tts.voice.builds import Build, BuildError, candidates, pinned_build
 from edge_tts.voice.integrity import sha256_hex
-from edge_tts.voicebuild.quantizer import DEFAULT_SCHEME
 
 from .conftest import run_cli
 from .support.broker import Broker, Recorder
@@ -206,7 +205,8 @@ def test_tune_records_a_choice_and_the_daemon_runs_it_while_it_holds(
     assert tuned.returncode == 0, tuned.stdout + tuned.stderr
     saved = json.loads((workdir / "state" / record.RECORD_NAME).read_text())
     entry = saved["voices"]["default"]
-    assert {c["scheme"] for c in entry["candidates"]} == {"fp32", DEFAULT_SCHEME}
+    installed = files.scheme_of(files.default_int8_path())  # the setup's build: the default
+    assert {c["scheme"] for c in entry["candidates"]} == {"fp32", installed}
     for candidate in entry["candidates"]:
         timing = candidate["by_threads"]["2"]
         assert timing["rtf"] > 0 and timing["ttfa_ms"] > 0 and candidate["rss_mb"] is not None

@@ -53,38 +53,33 @@ def session_options(threads: int, nchwc: bool = True) -> onnxruntime.SessionOpti
     options.enable_mem_pattern = False
     # Idle workers that spin keep a core busy that another session, the audio callback or
     # MQTT could use (first decoder window after the encoder: 23 ms spinning, 9 ms not).
-    # This holds for a session's own pool only: the pool share_runtime() makes is
-    # onnxruntime's global one, whose spinning Python cannot turn off (its workers spin
-    # ~50 ms on one core after each run: docs/benchmarks.md).
+    # So every session has its own pool with spinning off: onnxruntime's global pool, shared
+    # by all sessions, spins ~50 ms on a core after every run and Python cannot stop that;
+    # it cost 1.4-1.6x the CPU time and 1.2-1.4x the wall time per sentence
+    # (bench.spin_cpu, docs/benchmarks.md).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3  # onnxruntime's warnings about unused initializers are noise
-    if _shared_threads:
-        options.use_per_session_threads = False
-        options.intra_op_num_threads = 0  # the shared pool's size counts; 0 = no warning
-        options.inter_op_num_threads = 0
+    if _shared_arena:
         options.add_session_config_entry("session.use_env_allocators", "1")
     return options
 
 
 _runtime_lock = threading.Lock()
-_shared_threads = 0  # size of the process's one intra-op pool; 0 = a pool per session
+_shared_arena = False  # whether sessions allocate from the process's one registered arena
 
 
 def share_runtime(threads: int) -> bool:
-    """Make every later onnxruntime session of this process share one thread pool and one
-    memory arena. For processes that own all their sessions (the daemon, `say`): once on,
-    onnxruntime refuses sessions with pools of their own (e.g. the quantizer's calibration).
-
-    A voice is two sessions (encoder, decoder), and there may be several voices. With a pool
-    each, their workers compete for the two cores (the corpus synthesized ~1.3x slower in
-    separate runs); with an arena each, each keeps its own peak (shared: 14 MB less).
-    """
-    global _shared_threads
+    """Make every later onnxruntime session of this process allocate from one memory arena,
+    for processes that own all their sessions (the daemon, `say`). A voice is two or three
+    sessions and there may be several voices: with an arena each, each keeps its own peak
+    (shared: 14 MB less). Thread pools stay per session (`threads` each, spinning off):
+    idle, they cost nothing; `threads` is kept for callers that size the runtime once."""
+    global _shared_arena
+    del threads  # each session's own pool is sized by its options
     with _runtime_lock:
-        if _shared_threads:
+        if _shared_arena:
             return True
         try:
-            onnxruntime.capi._pybind_state.set_global_thread_pool_sizes(threads, 1)
             memory = onnxruntime.OrtMemoryInfo(
                 "Cpu",
                 onnxruntime.OrtAllocatorType.ORT_ARENA_ALLOCATOR,
@@ -93,9 +88,9 @@ def share_runtime(threads: int) -> bool:
             )
             onnxruntime.create_and_register_allocator(memory, onnxruntime.OrtArenaCfg({}))
         except (AttributeError, RuntimeError) as err:
-            _LOGGER.warning("onnxruntime sessions keep their own pools: %s", err)
+            _LOGGER.warning("onnxruntime sessions keep their own arenas: %s", err)
             return False
-        _shared_threads = threads
+        _shared_arena = True
         return True
 
 

@@ -85,7 +85,8 @@ def _run_static(
 ) -> None:
     extra: dict[str, Any] = {"CalibStridedMinMax": 1}
     if scheme.calibration == "percentile":
-        extra["CalibPercentile"] = 99.99
+        extra["CalibPercentile"] = scheme.percentile
+        extra["CalibTensorRangeSymmetric"] = scheme.symmetric_ranges
     quantize_static(
         seeded,
         out,
@@ -239,13 +240,18 @@ def _finalize(path: Path, dst: Path) -> onnx.ModelProto:
     return model
 
 
+# Scheme fields added after builds were installed, with the value every earlier scheme had.
+_LATER_FIELDS: dict[str, object] = {"polyphase": (), "percentile": 99.99, "symmetric_ranges": True}
+
+
 def recipe_fingerprint(recipe: Scheme, calibration_ids: Sequence[Sequence[int]]) -> str:
     """Changes whenever the scheme's definition or the calibration data change, so a stale
     build is noticed even when the scheme keeps its name."""
     ids = [list(seq) for seq in calibration_ids] if recipe.method == "static" else []
     fields = dataclasses.asdict(recipe)
-    if not recipe.polyphase:  # added later: schemes without it keep their fingerprints
-        del fields["polyphase"]
+    for name, default in _LATER_FIELDS.items():  # schemes that keep them keep their fingerprints
+        if fields[name] == default:
+            del fields[name]
     blob = json.dumps([fields, ids], sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()
 

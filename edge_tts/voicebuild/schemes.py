@@ -67,6 +67,10 @@ class Scheme:
     weight_type: str = "int8"
     activation_type: str = "uint8"
     calibration: str = "minmax"
+    # Percentile calibration: the share of values inside the range, and whether the range is
+    # cut on both sides separately (asymmetric) or at one bound of abs(x) (onnxruntime's default).
+    percentile: float = 99.99
+    symmetric_ranges: bool = True
     preprocess: bool = False  # onnxruntime quant_pre_process (ONNX shape inference + basic opt.)
     polyphase: tuple[str, ...] = ()  # ConvTransposes rewritten as Convs first (name prefixes)
 
@@ -118,8 +122,9 @@ _SCHEME_LIST = (
         preprocess=True,
     ),
     Scheme(
-        # The default: as intelligible as FP32 by ASR, ~1.45x its speed; its activation
-        # noise in pauses (-76 dBFS) is taken below the LSB by edge_tts.audio.pause_gate.
+        # The default until static-fast-ups01: as intelligible as FP32 by ASR; its activation
+        # noise in pauses (-76 dBFS) is taken below the LSB by edge_tts.audio.pause_gate. On
+        # AVX2 without VNNI its int8 kernels saturate and it fails the gate (0.54-0.59).
         "static-fast",
         "static-enc-flow-dec0 plus decoder stage-1 resblocks, Percentile 99.99 calibration",
         "static",
@@ -141,6 +146,23 @@ _SCHEME_LIST = (
         polyphase=DECODER_UPS[:1],
     ),
     Scheme(
+        # The default (docs/quantization.md, "Calibration and 7-bit weights"): the first two
+        # upsamplings in int8 pass the gate once the ranges are cut on each side at 99.95 %
+        # (closer to FP32 than static-fast, a lower pause floor); 7-bit weights keep AVX2's
+        # int8 kernels from saturating, so every CPU computes the same audio.
+        "static-fast-ups01",
+        "static-fast plus ups.0-1 as int8 polyphase Convs; 7-bit weights, asymmetric 99.95 %",
+        "static",
+        ("Conv",),
+        include=(ENCODER, FLOW, *DECODER_STAGE0, *DECODER_STAGE1_RESBLOCKS, DECODER_UPS[1]),
+        reduce_range=True,
+        calibration="percentile",
+        percentile=99.95,
+        symmetric_ranges=False,
+        preprocess=True,
+        polyphase=DECODER_UPS[:2],
+    ),
+    Scheme(
         "weight-only",
         "int8 Conv weights (per channel) in encoder, duration predictor and flow; FP32 math",
         "weight-only",
@@ -149,4 +171,4 @@ _SCHEME_LIST = (
     ),
 )
 SCHEMES: dict[str, Scheme] = {scheme.name: scheme for scheme in _SCHEME_LIST}
-DEFAULT_SCHEME: str = "static-fast"
+DEFAULT_SCHEME: str = "static-fast-ups01"
