@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterator
@@ -150,6 +151,39 @@ def test_already_played_redelivery_is_acked_not_played(harness: Harness) -> None
     assert again.deliveries[0] in harness.reporter.acked
     assert harness.reporter.of("finished") == ["once"]
     assert harness.reporter.of("duplicate") == ["once"]
+
+
+def _delivery(text: str, packet_id: int, redelivered: bool) -> SayRequest:
+    """A message without a sender id, as the broker delivers it at QoS 1."""
+    env = Envelope("t/pi/say", text.encode(), time.monotonic(), packet_id=packet_id)
+    return parse_say(dataclasses.replace(env, redelivered=redelivered), 1000)
+
+
+def test_a_reused_packet_id_does_not_make_a_new_message_a_duplicate(tmp_path: Path) -> None:
+    """Played long ago: "Dinner." with packet id 5. The broker, having lost its session,
+    numbers from 1 again and delivers a new "Dinner." with packet id 5; the daemon dies
+    before playing it. The broker's redelivery after the restart is that new message."""
+    old = _delivery("Dinner.", 5, redelivered=False)
+    PlayedStore(tmp_path / "played.json").add(old.key)
+    first = Harness(tmp_path, speedup=0.25)
+    first.submit(LONG, id="playing")  # holds the output, so the new message waits
+    first.reporter.wait("started", "playing")
+    new = Job(_delivery("Dinner.", 5, redelivered=False), [FakeDelivery("new")],
+              first.voice, SpeechOptions())  # fmt: skip
+    first.pipeline.submit(new)
+    assert new.request.key == old.key  # what the collision is
+    first.pipeline.stop(2)  # "dies" before playing it: unacknowledged
+    assert FakeDelivery("new") not in first.reporter.acked
+
+    after = Harness(tmp_path)
+    try:
+        again = Job(_delivery("Dinner.", 5, redelivered=True), [FakeDelivery("again")],
+                    after.voice, SpeechOptions())  # fmt: skip
+        after.pipeline.submit(again)
+        after.reporter.wait("finished", again.request.id)
+        assert after.reporter.of("duplicate") == []
+    finally:
+        after.pipeline.stop(2)
 
 
 def test_redelivery_while_queued_is_merged(harness: Harness) -> None:

@@ -75,6 +75,16 @@ class PlayedStore:
             snapshot = list(self._keys)
         self._save(snapshot)
 
+    def discard(self, key: str) -> None:
+        """Forget `key`; saved at once when it was there (a rare event, see the caller)."""
+        key = stored_key(key)
+        with self._lock:
+            if key not in self._keys:
+                return
+            del self._keys[key]
+            snapshot = list(self._keys)
+        self._save(snapshot)
+
     def _load(self) -> None:
         if self._path is None:
             return

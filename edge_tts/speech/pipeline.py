@@ -108,6 +108,12 @@ class Pipeline:
         if request.dedupe and request.key in self.played:
             self.reporter.duplicate(job, "already played")
             return
+        if not request.dedupe:
+            # A first delivery without a sender id: its key is topic + payload + packet id.
+            # The broker reuses a packet id only once it is done with the message that had
+            # it (or has lost our session), so an older played message with the same key
+            # is not this one, and must not make this one's redelivery a "duplicate".
+            self.played.discard(request.key)
         position = self.schedule.enqueue(job)
         if isinstance(position, str) and request.redelivered:
             # The broker's copy of a request we hold (sent again after a reconnect): it is
