@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -26,8 +27,6 @@ LONG = "One two three four five. Six seven eight nine ten. Eleven twelve thirtee
 
 
 def request(text: str, **fields: object) -> SayRequest:
-    import json
-
     payload = json.dumps({"text": text, **fields}).encode()
     return parse_say(Envelope("t/pi/say", payload, time.monotonic()), 1000)
 
@@ -184,6 +183,39 @@ def test_a_reused_packet_id_does_not_make_a_new_message_a_duplicate(tmp_path: Pa
         assert after.reporter.of("duplicate") == []
     finally:
         after.pipeline.stop(2)
+
+
+class RecordedDelivery:
+    def __init__(self) -> None:
+        self.acks = 0
+
+    def ack(self) -> None:
+        self.acks += 1
+
+
+def test_a_copy_that_comes_while_the_answer_goes_out_is_acknowledged(harness: Harness) -> None:
+    """The broker's copy of a request arrives after the request's final event acknowledged
+    its deliveries but before the player lets go of it: it must not ride on acks that
+    already went out (it would wait for the next reconnect, unacknowledged)."""
+    harness.output.speedup = 2
+    copy = RecordedDelivery()
+    answer = harness.reporter.interrupted
+
+    def interrupted_then_a_copy(job: Job, by: str) -> None:
+        answer(job, by)  # the final event and its acks are out; the job still plays
+        payload = json.dumps({"text": LONG, "id": "long"}).encode()
+        env = Envelope("t/pi/say", payload, time.monotonic(), redelivered=True, packet_id=7)
+        harness.pipeline.submit(Job(parse_say(env, 1000), [copy], harness.voice, SpeechOptions()))
+
+    harness.reporter.interrupted = interrupted_then_a_copy  # type: ignore[method-assign]
+    harness.submit(LONG, id="long")
+    harness.reporter.wait("started", "long")
+    harness.pipeline.stop_playing("stop-button")
+    harness.reporter.wait("interrupted", "long")
+    assert copy.acks == 1
+    assert [kind for kind, rid, _ in harness.reporter.events if rid == "long"] == [
+        "queued", "started", "interrupted"
+    ]  # fmt: skip
 
 
 def test_redelivery_while_queued_is_merged(harness: Harness) -> None:

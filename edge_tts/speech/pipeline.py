@@ -21,7 +21,7 @@ from ..text import EmptyTextError
 from .jobs import Chunk, Concluding, Job, PlanTask, Played, Reporter, StepTask
 from .playback import Playback, report_safely
 from .routing import Router
-from .schedule import Schedule
+from .schedule import ANSWERED, Schedule
 from .synthesis import render
 
 _LOGGER = logging.getLogger(__name__)
@@ -115,7 +115,13 @@ class Pipeline:
             # is not this one, and must not make this one's redelivery a "duplicate".
             self.played.discard(request.key)
         position = self.schedule.enqueue(job)
-        if isinstance(position, str) and request.redelivered:
+        if position == ANSWERED and request.redelivered:
+            # The broker's copy of a request answered a moment ago, after that answer's
+            # acknowledgements went out: acknowledged here, the answer stands for both.
+            _LOGGER.info("Request %s came again from the broker; %s", request.id, position)
+            for delivery in job.deliveries:
+                delivery.ack()
+        elif isinstance(position, str) and request.redelivered:
             # The broker's copy of a request we hold (sent again after a reconnect): it is
             # acknowledged with it, and that one's final event answers both.
             _LOGGER.info("Request %s came again from the broker; %s", request.id, position)

@@ -23,6 +23,7 @@ from .jobs import ChunkTask, Job, PlanTask, StepTask, Task
 LOOKAHEAD_CHUNKS = 2  # synthesized but unplayed chunks of the playing request
 NEXT_JOB_CHUNKS = 1  # chunks prepared for the request that plays next
 _WAIT_S = 0.5  # how often a waiting thread re-checks the stop event
+ANSWERED = "already answered"  # enqueue(): the same request's final event is out
 
 
 class TaskClass(enum.IntEnum):
@@ -101,6 +102,10 @@ class Schedule:
         """The queue position, why it is a duplicate, or None when the queue is full."""
         with self._cond:
             twin = self._active_twin(job.request)
+            if twin is not None and twin.concluded:
+                # Its final event is out or going out, with its deliveries acknowledged:
+                # attached now, this copy's would never be. It is answered on its own.
+                return ANSWERED
             if twin is not None:
                 # The same request is queued or playing: this delivery is acknowledged with
                 # the first copy's, once that one's fate is known.
