@@ -36,6 +36,7 @@ from edge_tts.voice import files
 from edge_tts.voicebuild import quality
 from edge_tts.voicebuild.calibration import sentence_ids
 
+from .quant_builds import p5_dbfs
 from .workers import REPO, argv
 
 QEMU_X86 = Path("/usr/bin/qemu-x86_64-static")
@@ -88,14 +89,6 @@ def emulated(cpu: str, models: dict[str, Path], count: int) -> dict[str, list[np
             ]
             for name in models
         }
-
-
-def p5_dbfs(pieces: list[np.ndarray]) -> float:
-    levels = []
-    for piece in pieces:
-        frames = piece[: piece.size // FRAME * FRAME].reshape(-1, FRAME).astype(np.float64)
-        levels.append(10 * np.log10((frames**2).mean(axis=1) + 1e-20))
-    return float(np.percentile(np.concatenate(levels), 5))
 
 
 def row(label: str, reference: list[np.ndarray], pieces: list[np.ndarray]) -> str:

@@ -129,12 +129,18 @@ def test_voice_rewrite_speaks_the_same() -> None:
         assert np.abs(got - want).max() < RELATIVE_TOLERANCE
 
 
+def _build(tmp_path: Path, scheme: str) -> tuple[Path, dict[str, Any]]:
+    """The packaged voice quantized with `scheme`, on enough calibration to build and run."""
+    source = files.packaged_fp32()
+    dst = tmp_path / "voice.int8.onnx"
+    calibration = sentence_ids(source, "calibration_en.txt")[:4]
+    return dst, quantize(source.model, dst, scheme, calibration)
+
+
 @pytest.mark.slow
 def test_polyphase_scheme_runs_the_upsampling_as_int8_conv(tmp_path: Path) -> None:
     source = files.packaged_fp32()
-    dst = tmp_path / "voice.int8.onnx"
-    calibration = sentence_ids(source, "calibration_en.txt")[:4]  # enough to build and run
-    manifest = quantize(source.model, dst, "static-fast-ups0", calibration)
+    dst, manifest = _build(tmp_path, "static-fast-ups0")
     nodes: Any = manifest["nodes"]
     assert nodes["counts"]["ConvTranspose"] == {"quantized": 1, "fp32": 2}
     assert "/dec/ups.0/ConvTranspose" in nodes["quantized_nodes"]
@@ -171,10 +177,7 @@ def test_upsampling_scheme_has_seven_bit_weights_and_int8_upsamplings(tmp_path: 
     """static-fast-ups01: ups.0 and ups.1 run as QLinearConv, and no weight is beyond 64 in
     magnitude, so AVX2's u8s8 kernels (which sum pairs of products in int16) cannot
     saturate: 255 * 64 * 2 < 32768, and every CPU's int8 kernels compute the same."""
-    source = files.packaged_fp32()
-    dst = tmp_path / "voice.int8.onnx"
-    calibration = sentence_ids(source, "calibration_en.txt")[:4]  # enough to build and run
-    manifest = quantize(source.model, dst, "static-fast-ups01", calibration)
+    dst, manifest = _build(tmp_path, "static-fast-ups01")
     nodes: Any = manifest["nodes"]
     assert nodes["counts"]["ConvTranspose"] == {"quantized": 2, "fp32": 1}
     model = onnx.load(dst)
