@@ -305,3 +305,24 @@ def test_tune_builds_another_scheme_and_gates_it(tmp_path: Path) -> None:
     assert weight_only["gate"]["passed"] and weight_only["gate"]["max_distance"] < 0.3
     again = run_cli(*args, env=env, timeout=1200)  # built once: not again
     assert again.returncode == 0 and "building" not in again.stdout
+
+
+def test_the_table_keeps_a_long_build_name_apart_from_its_gate() -> None:
+    from edge_tts.cli.tune import format_record
+
+    timing = {"2": {"rtf": 0.04, "ttfa_ms": 27.0}}
+    candidate = {"scheme": "static-fast-ups01", "configured": True, "rss_mb": 139.0,
+                 "by_threads": timing, "gate": {"passed": True, "max_distance": 0.35}}  # fmt: skip
+    reference = {"scheme": "fp32", "configured": False, "rss_mb": 108.0,
+                 "by_threads": timing, "gate": None}  # fmt: skip
+    machine = {"model": "AMD EPYC", "arch": "x86_64", "cores": 2, "notable_flags": [],
+               "onnxruntime": "1.32.0"}  # fmt: skip
+    chosen = {"scheme": "static-fast-ups01", "path": "x.onnx"}
+    entry = {"candidates": [candidate, reference], "threads": 2, "fastest_threads": 2,
+             "why": "the fastest that passes", "chosen": chosen}  # fmt: skip
+    result = {"machine": machine, "created": "2026-12-02T03:44:43+00:00", "elapsed_s": 60,
+              "budget_s": 60, "voices": {"default": entry}}  # fmt: skip
+    table = format_record(result)
+    assert "static-fast-ups01 (configured)  pass 0.35" in table, table
+    header, first, second = table.splitlines()[3:6]
+    assert header.index("gate") == first.index("pass") == second.index("reference")

@@ -141,17 +141,23 @@ def format_record(result: dict[str, Any]) -> str:
 
 
 def _table(entry: dict[str, Any]) -> str:
-    rows = [f"{'build':<26}{'gate':<14}{'threads':>7}{'RTF':>8}{'TTFA p50':>10}{'RSS':>9}"]
+    names = {
+        id(c): c["scheme"] + (" (configured)" if c["configured"] else "")
+        for c in entry["candidates"]
+    }
+    width = max([26, *(len(name) + 2 for name in names.values())])  # a scheme's name is free
+    rows = [f"{'build':<{width}}{'gate':<14}{'threads':>7}{'RTF':>8}{'TTFA p50':>10}{'RSS':>9}"]
     for c in entry["candidates"]:
         gate = c["gate"]
         verdict = {"fp32": "reference", "imported": "-"}.get(c["scheme"], "no FP32 here")
         if gate is not None:
             verdict = f"{'pass' if gate['passed'] else 'FAIL'} {gate['max_distance']:.2f}"
-        name = c["scheme"] + (" (configured)" if c["configured"] else "")
+        name = names[id(c)]
         rss = f"+{c['rss_mb']:.0f} MB" if c["rss_mb"] is not None else "-"
         for count, t in c["by_threads"].items():
             rows.append(
-                f"{name:<26}{verdict:<14}{count:>7}{t['rtf']:>8.3f}{t['ttfa_ms']:>7.0f} ms{rss:>9}"
+                f"{name:<{width}}{verdict:<14}{count:>7}{t['rtf']:>8.3f}"
+                f"{t['ttfa_ms']:>7.0f} ms{rss:>9}"
             )
             name = verdict = rss = ""
     return "\n".join(rows)
