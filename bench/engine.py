@@ -100,7 +100,7 @@ class OurEngine:
         from edge_tts.voice.model import Voice, share_runtime
 
         if shared:
-            share_runtime(threads)  # as the daemon and `say` do
+            share_runtime()  # as the daemon and `say` do
         self.model = model
         self.threads = threads
         self.first_window = first_window  # False: what the short first window costs

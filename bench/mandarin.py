@@ -4,7 +4,7 @@
         [--e2e | --e2e-only] [--e2e-rounds 3] [--out results.json] [--json]
 
 Issue 11 (the Mandarin voice). Both voices live in this process the way the daemon holds
-them: `share_runtime(2)` first (one onnxruntime thread pool and arena for every session),
+them: `share_runtime()` first (one onnxruntime arena for every session),
 each voice loaded and warmed up as edge_tts/daemon/app.py's `_preload` does
 (`warm_up(concurrent=synthesis.max_concurrent)`), every text planned as the router plans a
 one-script text (`prepare` with the synthesis defaults: first chunk of at most
@@ -323,7 +323,7 @@ def in_process(args: argparse.Namespace) -> dict[str, Any]:
     per_class = QUICK_TEXTS if args.quick else len(ZH_SHORT)
     rounds = 1 if args.quick else args.rounds
     rss: dict[str, float] = {"start": round(own_rss_mb(), 1)}
-    share_runtime(synthesis_settings().threads)  # as the daemon, before any session
+    share_runtime()  # as the daemon, before any session
     log("loading and warming up the English voice")
     speakers = {"en": open_speaker("en", args.voice, rss)}
     rss["english_warm"] = round(own_rss_mb(), 1)
@@ -406,7 +406,7 @@ def english_alone_worker(args: argparse.Namespace) -> int:
     from edge_tts.voice.model import share_runtime
 
     start = own_rss_mb()
-    share_runtime(synthesis_settings().threads)
+    share_runtime()
     speaker = open_speaker("en", args.voice)
     warm = own_rss_mb()
     per_class = QUICK_TEXTS if args.quick else len(EN_SHORT)
@@ -531,7 +531,7 @@ def print_report(result: dict[str, Any]) -> None:
 def print_engine(result: dict[str, Any]) -> None:
     run = result["in_process"]
     print(
-        f"Mandarin vs English, in one process (share_runtime(2)), {run['rounds']} rounds x "
+        f"Mandarin vs English, in one process (share_runtime()), {run['rounds']} rounds x "
         f"{run['texts_per_class']} texts per class, interleaved\n"
     )
     voices = run["voices"].items()

@@ -53,7 +53,7 @@ def global_pool(threads: int) -> None:
     import edge_tts.voice.model as voice_model
 
     onnxruntime.capi._pybind_state.set_global_thread_pool_sizes(threads, 1)
-    voice_model.share_runtime(threads)  # the shared arena
+    voice_model.share_runtime()  # the shared arena
     plain = voice_model.session_options
 
     def global_options(threads: int, nchwc: bool = True) -> Any:
@@ -76,7 +76,7 @@ def worker(setup: str, model: Path) -> int:
     if setup == "global":
         global_pool(2)
     elif setup == "own":
-        voice_model.share_runtime(2)  # the daemon's runtime: an arena shared, pools per session
+        voice_model.share_runtime()  # the daemon's runtime: an arena shared, pools per session
     voice = voice_model.Voice(files.from_model_path(model), threads=2)
     voice.load()
     for _ in speak("Hello there. This warms the engine up.", voice):

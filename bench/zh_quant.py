@@ -47,7 +47,7 @@ activation scales depend on the window), so the daemon would vocode whole chunks
 first audio would wait for the whole chunk.
 
 Speed, as the daemon runs the voice: every option's sessions in this process after
-`share_runtime(2)` (the daemon's session options), the acoustic model on the chunk, then
+`share_runtime()` (the daemon's session options), the acoustic model on the chunk, then
 the vocoder in windows (WindowedVocoder.stream, first window FIRST_WINDOW_FRAMES). All
 options speak each sentence in turn, the order rotating every sentence; per round, the
 ratio a-ref time / option time (>1: faster), median over rounds (min-max); the acoustic
@@ -699,7 +699,7 @@ def speed(
 def rss_worker(args: argparse.Namespace) -> int:
     from edge_tts.voice.model import share_runtime
 
-    share_runtime(2)
+    share_runtime()
     pipe = open_pipeline(BY_NAME[args.rss_worker], args.voice, args.work)
     for ids in sentence_ids(args.voice, EVALUATION[:3]):
         pipe.timed(ids)
@@ -786,7 +786,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return (work / name).exists() or (voice / name).exists()
 
     usable = [o for o in wanted if exists(o.acoustic_file) and exists(o.vocoder_file)]
-    share_runtime(2)  # as the daemon, for every session from here on
+    share_runtime()  # as the daemon, for every session from here on
     log("loading " + ", ".join(o.name for o in usable))
     pipelines: dict[str, Pipeline] = {}
     load_s: dict[str, float] = {}

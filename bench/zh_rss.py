@@ -5,7 +5,7 @@ concurrency do to it: one fresh process per variant.
         [--with-english] [--out results.json] [--json]
 
 Each variant (`max_phonemes` x warm-up concurrency) runs in its own process, as the daemon
-would: `share_runtime(2)`, (`--with-english`: the English voice loaded and warmed up
+would: `share_runtime()`, (`--with-english`: the English voice loaded and warmed up
 first), pypinyin's dictionaries, the Mandarin voice loaded, `warm_up(concurrent=N)`, the
 long and short texts of bench/mandarin.py spoken once through `render()`, then glibc's
 heap trimmed (`release_free_memory`, as the pipeline does after a long request). RSS
@@ -43,7 +43,7 @@ def worker(voice_dir: Path, max_phonemes: int, concurrent: int, english: bool) -
     from edge_tts.voice.two_stage import TwoStageVoice
 
     steps: dict[str, float] = {"start": round(own_rss_mb(), 1)}
-    share_runtime(2)
+    share_runtime()
     if english:
         en = Voice(files.default_voice(), None, 2, 300)
         en.load()

@@ -12,7 +12,7 @@ one whole-chunk run. The proposal, measured here without changing the runtime: a
 short first window, at least `--smallest` frames per window (the same policy otherwise).
 
 Mels: the acoustic model (as imported) on bench/zh_quant.py's 15 evaluation sentences.
-All three ways run in one process after `share_runtime(2)`, on bench/zh_quant.py's
+All three ways run in one process after `share_runtime()`, on bench/zh_quant.py's
 sessions of the voice as imported (the daemon's session options), interleaved per
 sentence with the order rotating; per round the ratio whole-chunk time / way's time (1 =
 as fast as one whole-chunk run).
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     load_before = os.getloadavg()
     config = voice_dir.read_config(args.voice)
-    share_runtime(2)
+    share_runtime()
     stages = open_pipeline(BY_NAME["a-ref"], args.voice, args.voice)
     mels = [stages.mel(ids)[0] for ids in sentence_ids(args.voice, EVALUATION)]
     vocoder, context = stages.vocoder, stages.vocoder.context

@@ -141,7 +141,7 @@ import threading, psutil
 from edge_tts.voice import files
 from edge_tts.voice.model import Voice, share_runtime
 from edge_tts.voicebuild import quality
-assert share_runtime(2)
+assert share_runtime()
 voice = Voice(files.packaged_fp32())
 voice.synthesize(voice.ids("Hello.")[0])
 # a session with a pool of its own (the quantizer's calibration) in the same process

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as err:
         return fail(EXIT_REFUSED, f"{args.config}: {err}")
     setup_logging("DEBUG" if args.verbose else settings.log_level)
-    share_runtime(settings.synthesis.threads)  # this process owns every session it runs
+    share_runtime()  # this process owns every session it runs
     try:
         return Daemon(settings, reload=lambda: load_settings(args.config, overrides)).run()
     except (StartupRefused, ModelIntegrityError) as err:

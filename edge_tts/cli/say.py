@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     synthesis = SynthesisSettings()  # the daemon's defaults, but for --threads
     threads = synthesis.threads if args.threads is None else args.threads
     try:
-        share_runtime(threads)
+        share_runtime()
         if args.config is not None:
             voice, options, router, synthesis = configured(args)
         else:

@@ -68,14 +68,13 @@ _runtime_lock = threading.Lock()
 _shared_arena = False  # whether sessions allocate from the process's one registered arena
 
 
-def share_runtime(threads: int) -> bool:
+def share_runtime() -> bool:
     """Make every later onnxruntime session of this process allocate from one memory arena,
     for processes that own all their sessions (the daemon, `say`). A voice is two or three
     sessions and there may be several voices: with an arena each, each keeps its own peak
-    (shared: 14 MB less). Thread pools stay per session (`threads` each, spinning off):
-    idle, they cost nothing; `threads` is kept for callers that size the runtime once."""
+    (shared: 14 MB less). Thread pools stay per session (`session_options`: spinning off),
+    which idle cost nothing."""
     global _shared_arena
-    del threads  # each session's own pool is sized by its options
     with _runtime_lock:
         if _shared_arena:
             return True
