@@ -38,7 +38,6 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -61,6 +60,7 @@ from bench.report_io import (
     table,
     target,
 )
+from bench.workers import Gated
 from tests.support.texts import evaluation_lines
 
 ENGINES = ("fp32", "int8", "int8-1win", "piper")
@@ -235,45 +235,10 @@ def worker(name: str, int8: Path, threads: int, own_pools: bool = False) -> int:
 # --- parent side -------------------------------------------------------------------------
 
 
-class Worker:
-    """A gated engine process: it does something only when told to, then answers."""
-
-    def __init__(self, engine: str, int8: Path, threads: int, own_pools: bool = False) -> None:
-        self.engine = engine
-        argv = workers.argv("bench.engine", "--worker", engine, "--int8", str(int8),
-                            "--threads", str(threads),
-                            *(["--candidate-own-pools"] if own_pools else []))  # fmt: skip
-        self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=workers.REPO
-        )
-        self.ready = self._read()
-
-    def ask(self, **command: Any) -> dict[str, Any]:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(command) + "\n")
-        self.proc.stdin.flush()
-        return self._read()
-
-    def _read(self) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            code = self.proc.wait(30)
-            raise RuntimeError(f"{self.engine} worker died (exit {code})")
-        answer: dict[str, Any] = json.loads(line)
-        if "error" in answer:
-            raise RuntimeError(f"{self.engine} worker: {answer['error']}")
-        return answer
-
-    def quit(self) -> dict[str, Any]:
-        answer = self.ask(cmd="quit")
-        self.proc.wait(30)
-        return answer
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
+def start_worker(engine: str, int8: Path, threads: int, own_pools: bool = False) -> Gated:
+    """A gated engine process (bench/workers.py): it does something only when told to."""
+    args = ["--worker", engine, "--int8", str(int8), "--threads", str(threads)]
+    return Gated(engine, "bench.engine", *args, *(["--candidate-own-pools"] if own_pools else []))
 
 
 @dataclass
@@ -349,7 +314,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     log(f"starting {len(engines)} gated workers ...")
     own = {e: e == CANDIDATE and args.candidate_own_pools for e in engines}
-    workers = {e: Worker(e, builds[e], args.threads, own[e]) for e in engines}
+    workers = {e: start_worker(e, builds[e], args.threads, own[e]) for e in engines}
     try:
         for e in engines:  # one at a time: the others wait on stdin
             answer = workers[e].ask(cmd="load", warm=True)
@@ -379,7 +344,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             w.kill()
     for repeat in range(args.loads - 1):  # more load samples, from fresh processes
         for e in rotated(engines, repeat + 1):
-            fresh = Worker(e, builds[e], args.threads, own[e])
+            fresh = start_worker(e, builds[e], args.threads, own[e])
             try:
                 results[e].load_s.append(fresh.ask(cmd="load", warm=False)["load_s"])
                 fresh.quit()

@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -37,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from . import workers as bench_workers
-from .workers import REPO
+from .workers import REPO, Gated
 
 SETTLE_S = 0.3  # longer than the ~50 ms the shared pool spins after a run
 SETUPS = ("global", "own", "own-arenas")
@@ -132,34 +131,6 @@ def say(voice: Any, text: str, start: float, results: list[tuple[float, float]])
     results.append((first or 0.0, audio))
 
 
-class Worker:
-    def __init__(self, setup: str, model: Path) -> None:
-        command = bench_workers.argv("bench.spin_cpu", "--worker", setup, "--model", str(model))
-        self.proc = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO
-        )
-        self.ask_reply()
-
-    def ask(self, **command: Any) -> dict[str, Any]:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(command) + "\n")
-        self.proc.stdin.flush()
-        return self.ask_reply()
-
-    def ask_reply(self) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"worker died ({self.proc.wait(30)})")
-        answer: dict[str, Any] = json.loads(line)
-        return answer
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-
-
 def main() -> int:
     from edge_tts.voice import files
 
@@ -174,7 +145,10 @@ def main() -> int:
         return worker(args.worker, args.model)
     setups = args.setups.split(",")
     texts = [line.strip() for line in CORPUS.read_text("utf-8").splitlines() if line.strip()]
-    workers = {setup: Worker(setup, args.model) for setup in setups}
+    workers = {
+        setup: Gated(setup, "bench.spin_cpu", "--worker", setup, "--model", str(args.model))
+        for setup in setups
+    }
     samples: dict[str, list[dict[str, float]]] = {setup: [] for setup in setups}
     idle: dict[str, list[float]] = {setup: [] for setup in setups}
     load_before = os.getloadavg()[0]
@@ -190,7 +164,7 @@ def main() -> int:
                     samples[setup].append(workers[setup].ask(cmd="say", texts=group))
     finally:
         for w in workers.values():
-            w.stop()
+            w.kill()
     print(
         f"{args.model.name}, {len(texts)} sentences x {args.rounds} rounds, "
         f"{args.concurrent} at once, load "
