@@ -141,18 +141,14 @@ def format_record(result: dict[str, Any]) -> str:
 
 
 def _table(entry: dict[str, Any]) -> str:
-    names = {
-        id(c): c["scheme"] + (" (configured)" if c["configured"] else "")
-        for c in entry["candidates"]
-    }
-    width = max([26, *(len(name) + 2 for name in names.values())])  # a scheme's name is free
+    width = max([26, *(len(_label(c)) + 2 for c in entry["candidates"])])  # names are free
     rows = [f"{'build':<{width}}{'gate':<14}{'threads':>7}{'RTF':>8}{'TTFA p50':>10}{'RSS':>9}"]
     for c in entry["candidates"]:
         gate = c["gate"]
         verdict = {"fp32": "reference", "imported": "-"}.get(c["scheme"], "no FP32 here")
         if gate is not None:
             verdict = f"{'pass' if gate['passed'] else 'FAIL'} {gate['max_distance']:.2f}"
-        name = names[id(c)]
+        name = _label(c)
         rss = f"+{c['rss_mb']:.0f} MB" if c["rss_mb"] is not None else "-"
         for count, t in c["by_threads"].items():
             rows.append(
@@ -161,3 +157,7 @@ def _table(entry: dict[str, Any]) -> str:
             )
             name = verdict = rss = ""
     return "\n".join(rows)
+
+
+def _label(candidate: dict[str, Any]) -> str:
+    return str(candidate["scheme"]) + (" (configured)" if candidate["configured"] else "")

@@ -115,16 +115,13 @@ class Pipeline:
             # is not this one, and must not make this one's redelivery a "duplicate".
             self.played.discard(request.key)
         position = self.schedule.enqueue(job)
-        if position == ANSWERED and request.redelivered:
-            # The broker's copy of a request answered a moment ago, after that answer's
-            # acknowledgements went out: acknowledged here, the answer stands for both.
-            _LOGGER.info("Request %s came again from the broker; %s", request.id, position)
-            for delivery in job.deliveries:
-                delivery.ack()
-        elif isinstance(position, str) and request.redelivered:
+        if isinstance(position, str) and request.redelivered:
             # The broker's copy of a request we hold (sent again after a reconnect): it is
             # acknowledged with it, and that one's final event answers both.
             _LOGGER.info("Request %s came again from the broker; %s", request.id, position)
+            if position == ANSWERED:  # that event's acks went out already: this one's own
+                for delivery in job.deliveries:
+                    delivery.ack()
         elif isinstance(position, str):
             self.reporter.duplicate(job, position)
         elif position is None:
