@@ -4,7 +4,6 @@ for the requests no client would send. Every wait is on a condition, bounded."""
 
 from __future__ import annotations
 
-import http.client
 import io
 import json
 import socket
@@ -13,23 +12,21 @@ import threading
 import time
 import wave
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import openai
-import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from .support.broker import Broker, Recorder, free_port
 from .support.daemon_proc import DaemonProcess, daemon_config
+from .support.http_client import WAIT_S, Http, raw, status_of
 from .support.soundcard import VirtualSoundCard
 from .support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
-WAIT_S = 120.0  # for an answer of the daemon on a busy machine
 READ_TIMEOUT_S = 4.0
 WRITE_TIMEOUT_S = 2.0
 MAX_CONNECTIONS = 3
@@ -38,49 +35,6 @@ POOL_TTL_S = 3
 ORIGIN = "http://homeassistant.local:8123"
 PHRASE = "The garage door is open."
 LONG = "The washing machine has finished its cycle, and the dryer will start soon. " * 20
-
-
-@dataclass
-class Http:
-    daemon: DaemonProcess
-    port: int
-    token: str | None = None
-
-    def request(
-        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
-    ) -> tuple[int, http.client.HTTPMessage, bytes]:
-        """One request with the standard library's client; (status, headers, body)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=WAIT_S)
-        sent = dict(headers or {})
-        if self.token and "Authorization" not in sent:
-            sent["Authorization"] = f"Bearer {self.token}"
-        data = json.dumps(body).encode() if isinstance(body, dict) else body
-        if isinstance(body, dict):
-            sent["Content-Type"] = "application/json"
-        try:
-            conn.request(method, path, body=data, headers=sent)
-            response = conn.getresponse()
-            return response.status, response.headers, response.read()
-        finally:
-            conn.close()
-
-    def json(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        status, _, data = self.request(method, path, body)
-        return status, json.loads(data)
-
-    def openai(self) -> openai.OpenAI:
-        return openai.OpenAI(
-            base_url=f"http://127.0.0.1:{self.port}/v1",
-            api_key=self.token or "unused",
-            max_retries=0,
-            timeout=WAIT_S,
-        )
-
-    def connections(self) -> int:
-        """The daemon's TCP connections from HTTP clients (not its listening socket)."""
-        assert self.daemon.proc is not None
-        own = psutil.Process(self.daemon.proc.pid).net_connections("tcp")
-        return sum(1 for c in own if c.laddr and c.laddr.port == self.port and c.raddr)
 
 
 def start(
@@ -290,33 +244,16 @@ def test_cors_only_for_the_configured_origin(server: Http) -> None:
     )
     assert status == 200 and headers["Access-Control-Allow-Origin"] == ORIGIN  # streamed
     other = {"Origin": "http://evil.example", **json_type}
-    status, headers, _ = server.request("POST", "/v1/audio/speech", body, headers=other)
-    assert status == 200 and "Access-Control-Allow-Origin" not in headers
+    status, headers, data = server.request("POST", "/v1/audio/speech", body, headers=other)
+    assert status == 403 and "Access-Control-Allow-Origin" not in headers
+    assert json.loads(data)["error"]["code"] == "forbidden_origin"
 
 
 # --- bounds ---------------------------------------------------------------------------
 
 
-def raw(port: int, data: bytes) -> bytes:
-    """What the server answers to `data` sent as is, until it closes the connection."""
-    with socket.create_connection(("127.0.0.1", port), timeout=WAIT_S) as sock:
-        sock.sendall(data)
-        return read_to_end(sock)
-
-
-def status_of(answer: bytes) -> int:
-    return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.") else 0
-
-
-def read_to_end(sock: socket.socket) -> bytes:
-    got = b""
-    while chunk := sock.recv(65536):
-        got += chunk
-    return got
-
-
 def test_oversized_headers_and_bodies_are_refused(server: Http) -> None:
-    big_header = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 10_000 + b"\r\n\r\n"
+    big_header = b"GET /health HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * 10_000 + b"\r\n\r\n"
     answer = raw(server.port, big_header)
     assert status_of(answer) == 400 and b'"error"' in answer, answer[:100]
     body = json.dumps({"input": "x" * 40_000}).encode()
@@ -326,7 +263,10 @@ def test_oversized_headers_and_bodies_are_refused(server: Http) -> None:
 
 def test_half_sent_requests_are_closed(server: Http) -> None:
     started = time.monotonic()
-    head = b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"
+    head = (
+        b"POST /v1/audio/speech HTTP/1.1\r\nHost: localhost\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+    )
     answer = raw(server.port, head)  # the body never completes
     assert status_of(answer) == 408, answer[:100]
     assert raw(server.port, b"GET /health HTTP/1.1\r\nHost:") == b""  # headers never end
@@ -337,7 +277,7 @@ def test_connections_beyond_the_limit_get_a_503_until_one_closes(server: Http) -
     held = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(MAX_CONNECTIONS)]
     try:
         wait_until(lambda: server.connections() >= MAX_CONNECTIONS, WAIT_S, "the connections")
-        answer = raw(server.port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = raw(server.port, b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
         assert status_of(answer) == 503, answer[:100]
         assert b"Retry-After: 1" in answer and b"too_many_connections" in answer
     finally:
@@ -352,7 +292,7 @@ def test_a_client_that_reads_nothing_is_dropped(server: Http) -> None:
     sock.connect(("127.0.0.1", server.port))
     body = json.dumps({"input": LONG, "response_format": "pcm"}).encode()
     head = (
-        "POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "POST /v1/audio/speech HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(body)}\r\n\r\n"
     )
     try:

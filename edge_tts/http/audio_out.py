@@ -28,6 +28,7 @@ from .shared import Door
 _LOGGER = logging.getLogger("edge_tts.http")
 
 UNKNOWN_SIZE = 0xFFFFFFFF  # a streamed WAV's RIFF and data sizes: read to the end
+WAV_HEADER_BYTES = 44
 
 
 class Answer:
@@ -101,14 +102,6 @@ class Answer:
         """The client is gone or the answer failed: the engine drops what is left."""
         if not self._done:
             self.response.cancel()
-
-    async def whole(self) -> np.ndarray:
-        """Every piece, joined (for /invoke)."""
-        parts = []
-        async for pcm in self.pieces():
-            parts.append(pcm)
-            self.taken(pcm)
-        return np.concatenate(parts) if parts else np.zeros(0, np.int16)
 
     def _count(self) -> None:
         ttfa = (self.first_at - self.started) * 1000 if self.first_at else None

@@ -42,8 +42,10 @@ async def openai_speech(request: web.Request) -> web.StreamResponse:
 
 
 def _format(body: dict[str, Any]) -> str:
-    fmt = body.get("response_format") or "wav"  # OpenAI's default, mp3, is not made here
-    if fmt not in FORMATS:
+    fmt = body.get("response_format", "wav")  # OpenAI's default, mp3, is not made here
+    if fmt is None:
+        fmt = "wav"
+    if not isinstance(fmt, str) or fmt not in FORMATS:
         raise bad_request(
             f"response_format {str(fmt)[:20]!r} is not supported; supported: wav, pcm "
             "(16-bit mono at the voice's rate, given in the X-Sample-Rate header)",
