@@ -60,7 +60,7 @@ def _json(value: Any) -> bytes:
     return json.dumps(value).encode()
 
 
-def _mix(rng: random.Random, port: int) -> Call:
+def _mix(rng: random.Random, port: int, only: list[str]) -> Call:
     text = rng.choice(TEXTS)
     speech = _json({"input": text, "response_format": rng.choice(["wav", "pcm"])})
     calls = [
@@ -87,7 +87,7 @@ def _mix(rng: random.Random, port: int) -> Call:
         Call("GET", "/nowhere", None, {}, 404),
         Call("POST", "/invoke", b"x" * 40_000, JSON, 413),
     ]
-    return rng.choice(calls)
+    return rng.choice([call for call in calls if not only or call.path in only])
 
 
 def _send(port: int, call: Call) -> str:
@@ -113,8 +113,8 @@ def _send(port: int, call: Call) -> str:
     return "ok"
 
 
-def _round(port: int, rng: random.Random, requests: int, clients: int) -> Counter[str]:
-    calls = [_mix(rng, port) for _ in range(requests)]
+def _round(args: argparse.Namespace, port: int, rng: random.Random) -> Counter[str]:
+    calls = [_mix(rng, port, args.only) for _ in range(args.requests)]
     lock = threading.Lock()
     outcomes: Counter[str] = Counter()
 
@@ -123,7 +123,7 @@ def _round(port: int, rng: random.Random, requests: int, clients: int) -> Counte
         with lock:
             outcomes[outcome] += 1
 
-    with ThreadPoolExecutor(clients) as pool:
+    with ThreadPoolExecutor(args.clients) as pool:
         list(pool.map(one, calls))
     return outcomes
 
@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             assert daemon.proc is not None
             process = psutil.Process(daemon.proc.pid)
             for number in range(args.rounds):
-                outcomes += _round(port, rng, args.requests, args.clients)
+                outcomes += _round(args, port, rng)
                 for wav in (root / "wav").glob("*.wav"):
                     wav.unlink(missing_ok=True)
                 rss = process.memory_info().rss / MB
@@ -196,6 +196,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=4, help="threads sending at once")
     parser.add_argument("--warmup", type=int, default=1, help="rounds left out of the slope")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--only", action="append", default=[], metavar="PATH", help="only the calls to PATH"
+    )
     add_output_options(parser)
     args = parser.parse_args(argv)
     if args.rounds - args.warmup < 2:
