@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -91,11 +92,40 @@ def test_the_openai_client_gets_wav_and_pcm(server: Http) -> None:
         pcm = client.audio.speech.with_raw_response.create(
             model="tts-1", voice="default", input=PHRASE, response_format="pcm", speed=1.5
         )
-    assert rate == 22050 and frames > rate  # over a second of speech
-    assert pcm.headers["X-Sample-Rate"] == "22050"
+    assert rate == 22050 and frames > rate  # over a second of speech: wav at the voice's rate
+    # pcm at 24 kHz, as OpenAI's contract says (clients do not read X-Sample-Rate).
+    assert pcm.headers["X-Sample-Rate"] == "24000"
     assert pcm.headers["Content-Type"] == "audio/pcm"
-    # 1.5 times as fast: about two thirds of the frames (the pace scales the durations).
-    assert 0.5 * frames < len(pcm.content) // 2 < 0.85 * frames
+    # 1.5 times as fast: about two thirds of the duration (the pace scales the durations).
+    seconds = len(pcm.content) / 2 / 24_000
+    assert 0.5 * frames / rate < seconds < 0.85 * frames / rate
+
+
+def test_pcm_is_the_same_audio_at_24_khz(server: Http) -> None:
+    """Resampled, not relabelled: as long as the wav, and its energy where speech is
+    (a 22,050 Hz stream played as 24 kHz would be 9 % short and pitched up)."""
+    still = {"input": PHRASE, "voice": "default"}
+    status, _, wav = server.request("POST", "/v1/audio/speech", still)
+    status_pcm, headers, pcm = server.request(
+        "POST", "/v1/audio/speech", {**still, "response_format": "pcm"}
+    )
+    assert status == status_pcm == 200 and headers["X-Sample-Rate"] == "24000"
+    rate, frames = read_wav(wav)
+    pcm_seconds = len(pcm) / 2 / 24_000
+    # The model's noise varies a sentence's durations a little from run to run.
+    assert abs(pcm_seconds - frames / rate) < 0.15 * frames / rate
+    samples = np.frombuffer(pcm, "<i2").astype(np.float64)
+    spectrum = np.abs(np.fft.rfft(samples)) ** 2
+    freqs = np.fft.rfftfreq(samples.size, 1 / 24_000)
+    assert spectrum[freqs > 11_025].sum() < 0.01 * spectrum.sum()  # nothing above the voice's
+
+
+@pytest.mark.parametrize("voice", ["marin", "cedar", "ash", {"id": "default"}, {"id": "alloy"}])
+def test_any_openai_voice_name_or_object_is_a_voice(server: Http, voice: Any) -> None:
+    status, headers, data = server.request(
+        "POST", "/v1/audio/speech", {"input": PHRASE, "voice": voice}
+    )
+    assert status == 200 and headers["Content-Type"] == "audio/wav", data[:200]
 
 
 def test_the_openai_client_streams_the_first_audio_before_the_rest_is_made(
@@ -126,14 +156,17 @@ def test_unsupported_formats_get_a_400_naming_the_supported_ones(server: Http) -
         )
     error = raised.value.body
     assert isinstance(error, dict) and error["code"] == "unsupported_format"
-    assert "wav, pcm" in error["message"] and error["param"] == "response_format"
+    assert "wav (at the voice's rate), pcm" in error["message"]
+    assert error["param"] == "response_format"
 
 
 @pytest.mark.parametrize(
     ("body", "code", "param"),
     [
         ({"model": "tts-1", "voice": "alloy"}, "missing_text", "input"),
-        ({"input": PHRASE, "voice": "klingon"}, "invalid_voice", "voice"),
+        ({"input": PHRASE, "voice": "de_DE-thorsten-medium"}, "invalid_voice", "voice"),
+        ({"input": PHRASE, "voice": "fr"}, "invalid_voice", "voice"),  # a language not here
+        ({"input": PHRASE, "voice": {"name": "x"}}, "invalid_voice", "voice"),
         ({"input": PHRASE, "speed": 9}, "invalid_value", "speed"),
         ({"input": PHRASE, "sped": 1}, "unknown_field", "sped"),
         ({"input": "x" * 2001}, "too_long", "input"),
@@ -183,6 +216,21 @@ def test_piper_clients_get_a_wav_with_their_scales(server: Http) -> None:
     assert status == 400 and json.loads(data)["error"]["param"] == "text"
 
 
+def test_piper_1_3_clients_post_to_the_root_and_read_info(server: Http) -> None:
+    """Piper 1.3/1.4's documented `curl -X POST -H 'Content-Type: application/json' -d
+    '{"text": ...}' localhost:5000`, its /info, and its scales written as strings."""
+    status, headers, data = server.request("POST", "/", {"text": PHRASE})
+    assert status == 200 and headers["Content-Type"] == "audio/wav"
+    _, frames = read_wav(data)
+    status, _, slow = server.request("POST", "/", {"text": PHRASE, "length_scale": "2.0"})
+    assert status == 200 and 1.6 * frames < read_wav(slow)[1] < 2.4 * frames
+    status, _, data = server.request("POST", "/", {"text": PHRASE, "length_scale": "fast"})
+    assert status == 400 and json.loads(data)["error"]["param"] == "length_scale"
+    status, info = server.json("GET", "/info")
+    assert status == 200 and info["voice"]["num_speakers"] == 1 and info["last"] is None
+    assert info["voice"]["language"].startswith("en") and info["voice"]["name"]
+
+
 def test_synthesize_and_invoke_read_ssml_and_refuse_bad_markup(server: Http) -> None:
     """The HTTP door gets SSML as every door does: a break is silence in the WAV, and
     markup that does not parse is a 400 that says where, never spoken as tags."""
@@ -194,11 +242,15 @@ def test_synthesize_and_invoke_read_ssml_and_refuse_bad_markup(server: Http) -> 
     rate, frames = read_wav(data)
     _, plain_frames = read_wav(plain)
     assert status == 200 and abs((frames - plain_frames) / rate - 0.7) < 0.05
-    for path in ("/synthesize", "/invoke"):
-        status, _, data = server.request("POST", path, {"text": "<speak><s>Open</speak>"})
+    for path, field in (
+        ("/synthesize", "text"),
+        ("/invoke", "text"),
+        ("/v1/audio/speech", "input"),
+    ):
+        status, _, data = server.request("POST", path, {field: "<speak><s>Open</speak>"})
         error = json.loads(data)["error"]
-        assert status == 400 and error["code"] == "invalid_ssml", error
-        assert "line 1" in error["message"] and error["param"] == "text"
+        assert status == 400 and error["code"] == "invalid_ssml", (path, error)
+        assert "line 1" in error["message"] and error["param"] == field
 
 
 def metric(server: Http, name: str, labels: dict[str, str] | None = None) -> float | None:

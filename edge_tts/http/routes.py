@@ -19,7 +19,7 @@ _LOGGER = logging.getLogger("edge_tts.http")
 
 OPEN_PATHS = frozenset({"/health"})  # no token needed: what a load balancer polls
 # The routes that take a JSON body, and only that (browser.py); /say takes plain text too.
-JSON_PATHS = frozenset({"/v1/audio/speech", "/synthesize", "/invoke"})
+JSON_PATHS = frozenset({"/v1/audio/speech", "/synthesize", "/", "/invoke"})
 SAY_PATH = "/say"
 _CORS = "edge_tts.cors"  # the request's CORS headers, for _add_cors
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -40,6 +40,8 @@ def make_app(door: Door, max_body: int) -> web.Application:
     post = {"expect_handler": _later}
     app.router.add_post("/v1/audio/speech", speech_api.openai_speech, **post)
     app.router.add_post("/synthesize", speech_api.piper_synthesize, **post)
+    app.router.add_post("/", speech_api.piper_synthesize, **post)  # Piper 1.3's documented one
+    app.router.add_get("/info", speech_api.piper_info)
     app.router.add_post("/invoke", invoke_api.invoke, **post)
     app.router.add_get("/download", invoke_api.download)
     app.router.add_post(SAY_PATH, say_api.say, **post)
