@@ -52,6 +52,7 @@ MAX_LINE_BYTES = 8190  # the request line and each header line
 MAX_HEADERS = 64
 REFUSAL_LINGER_S = 2.0  # a refused client's request is read and dropped for this long
 REFUSAL_LOG_INTERVAL_S = 1.0
+LOCAL = "local"  # the clients of a unix socket
 
 
 class Refused(ConfigError):
@@ -193,7 +194,7 @@ class _Server(web.Server):
         client = client_key(transport.get_extra_info("peername"))
         if self.open >= self.max_connections:
             return self._refuse(client, f"busy: {self.max_connections} connections are open")
-        if self.by_client[client] >= self.per_client:
+        if client != LOCAL and self.by_client[client] >= self.per_client:
             return self._refuse(client, f"this address has {self.per_client} connections open")
         self.by_client[client] += 1
         return _Handler(
@@ -234,9 +235,10 @@ class _Server(web.Server):
 
 def client_key(peer: object) -> str:
     """What one client's connections are counted under: its address; for IPv6 its /64
-    (one host is given a whole /64 to pick addresses from); "local" for a unix socket."""
+    (one host is given a whole /64 to pick addresses from); LOCAL for a unix socket,
+    whose clients (a reverse proxy among them) have no per-client limit."""
     if not isinstance(peer, tuple) or not peer:
-        return "local"
+        return LOCAL
     try:
         address = ipaddress.ip_address(str(peer[0]).split("%")[0])
     except ValueError:
