@@ -14,7 +14,7 @@ import pytest
 
 from edge_tts.config import ConfigError, settings_from_mapping
 from edge_tts.http.audio_out import wav_bytes, wav_header
-from edge_tts.http.pool import AudioPool, PoolFull
+from edge_tts.http.pool import AudioPool, PoolFull, TooLarge
 from edge_tts.http.tracker import RequestTracker
 from edge_tts.messages.request import SayRequest
 from edge_tts.speech.jobs import Job
@@ -35,22 +35,54 @@ class Clock:
 def test_the_pool_is_bounded_in_entries_bytes_and_age() -> None:
     clock = Clock()
     pool = AudioPool(max_entries=2, max_bytes=100, ttl=10, clock=clock)
-    pool.reserve()
-    first = pool.put(b"a" * 40)
-    pool.reserve()
+    first = pool.put(pool.reserve(40), b"a" * 40)
+    making = pool.reserve(10)
     with pytest.raises(PoolFull) as full:
-        pool.reserve()  # one stored, one being made: no third place
+        pool.reserve(10)  # one stored, one being made: no third place
     assert full.value.retry_after == 10
-    second = pool.put(b"b" * 40)
+    second = pool.put(making, b"b" * 40)
     assert pool.take(first) == b"a" * 40 and pool.take(first) is None  # once
-    pool.reserve()
     with pytest.raises(PoolFull):
-        pool.put(b"c" * 61)  # 40 + 61 bytes would exceed 100; its place is released
+        pool.put(pool.reserve(10), b"c" * 61)  # 40 + 61 bytes would exceed 100; released
     clock.now = 10.0
     assert pool.take(second) is None  # expired
-    assert pool.gauges() == {"entries": 0, "bytes": 0}
-    pool.reserve()
-    pool.reserve()  # both places free again
+    assert pool.gauges() == {"entries": 0, "bytes": 0, "reserved": 0}
+    pool.reserve(50)
+    pool.reserve(50)  # both places free again
+
+
+def test_concurrent_reservations_cannot_overshoot_the_pool() -> None:
+    pool = AudioPool(max_entries=10, max_bytes=100, ttl=10, clock=Clock())
+    a, b = pool.reserve(40), pool.reserve(40)
+    with pytest.raises(PoolFull):
+        pool.reserve(30)  # 80 reserved: 30 more would pass 100 before any audio is stored
+    pool.grow(a, 55)
+    with pytest.raises(PoolFull):
+        pool.grow(b, 50)  # 55 + 50: the second one's audio has no room; its place stays
+    assert pool.gauges()["reserved"] == 95
+    with pytest.raises(TooLarge):
+        pool.grow(a, 101)  # can never fit, whatever is freed
+    pool.release(a)
+    pool.grow(b, 100)  # the whole pool, now that the first is gone
+    assert pool.gauges()["reserved"] == 100
+
+
+def test_a_full_pool_says_when_there_will_be_room() -> None:
+    clock = Clock()
+    pool = AudioPool(max_entries=10, max_bytes=100, ttl=60, clock=clock)
+    pool.put(pool.reserve(30), b"a" * 30)
+    clock.now = 20.0
+    pool.put(pool.reserve(30), b"b" * 30)
+    clock.now = 30.0
+    pool.put(pool.reserve(30), b"c" * 30)
+    with pytest.raises(PoolFull) as full:
+        pool.reserve(50)  # room only once the first two have expired, at 60 and 80
+    assert full.value.retry_after == 50
+    making = pool.reserve(10)
+    assert making.size == 10
+    with pytest.raises(PoolFull) as full:
+        pool.reserve(100)  # the one being made holds room no expiry frees: a ttl at most
+    assert full.value.retry_after == 60
 
 
 def job(request_id: str, text: str = "Hello.") -> Job:

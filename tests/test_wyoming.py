@@ -8,6 +8,7 @@ import asyncio
 import json
 import logging
 import socket
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -35,7 +36,7 @@ from edge_tts.daemon.telemetry import Telemetry
 from edge_tts.messages.request import Priority, SayRequest
 from edge_tts.speech.jobs import Job, StepTask
 from edge_tts.speech.pipeline import Pipeline
-from edge_tts.speech.responses import Responses
+from edge_tts.speech.responses import Failed, Finished, Responses
 from edge_tts.speech.schedule import TaskClass
 from edge_tts.text import split_sentences
 from edge_tts.voice.base import SpeechOptions
@@ -200,6 +201,27 @@ def test_synthesize_answers_audio_with_a_lead_in_at_one_rate(rig: Rig) -> None:
     assert audio.size > lead_in + RATE // 2
     assert rig.output.played == []  # nothing for the local speaker
     assert rig.counter("wyoming_requests") == 1 and rig.counter("wyoming_errors") == 0
+
+
+def test_a_response_that_is_over_leaves_the_open_responses(rig: Rig) -> None:
+    """Finished or failed, a response is no longer handed to the workers nor held: the
+    HTTP door, which never cancels a finished answer, held every one (memory and a
+    longer `take` per request)."""
+    for text, last in (("Hello there.", Finished), ("...", Failed)):
+        over = threading.Event()
+        got: list[object] = []
+
+        def emit(item: object, got: list[object] = got, over: threading.Event = over) -> None:
+            got.append(item)
+            if isinstance(item, Finished | Failed):
+                over.set()
+
+        response = rig.responses.open(emit, door="http", streaming=False)
+        response.add_text(text)
+        response.close_input()
+        assert over.wait(DEFAULT_TIMEOUT_S), got
+        assert isinstance(got[-1], last)
+        assert rig.responses.open_responses == 0
 
 
 def test_audio_goes_out_as_it_is_made_not_after_the_whole_text(tmp_path: Path) -> None:

@@ -255,6 +255,13 @@ def _origin(value: str) -> str:
     raise Invalid(f'must be "*" or an origin such as "https://host:8123", got {value!r}')
 
 
+def _host_name(value: str) -> str:
+    name = value.strip().lower().rstrip(".")
+    if value == "*" or (name and all(c.isalnum() or c in "-.:[]" for c in name)):
+        return name
+    raise Invalid(f'must be "*" or a host name or address such as "tts.example.lan", got {value!r}')
+
+
 @dataclass(frozen=True)
 class HttpSettings(Checked):
     """The HTTP server (edge_tts/http/): OpenAI- and Piper-compatible speech, /invoke and
@@ -263,7 +270,11 @@ class HttpSettings(Checked):
     uri: str | None = setting(None, _server_uri)  # None: off; tcp://127.0.0.1:8380 is usual
     token_file: Path | None = field(default=None, metadata=FILE)  # else the credential
     max_connections: int = setting(32, between(1, 1024))  # at once; more get a 503
-    # A request's headers and body must arrive within this; an idle connection is closed.
+    # Of those, one client address (an IPv6 /64) may hold this many: one cannot lock out all.
+    max_connections_per_client: int = setting(8, between(1, 1024))
+    # A request's headers must arrive within this (an idle connection is closed after it).
+    header_timeout: float = setting(5.0, between(0.5, 600))
+    # A request's body must arrive within this.
     read_timeout: float = setting(10.0, between(0.5, 600))
     # A client that takes none of its audio for this long is dropped.
     write_timeout: float = setting(30.0, between(1, 3600))
@@ -273,6 +284,8 @@ class HttpSettings(Checked):
     pool_ttl: float = setting(60.0, between(1, 86_400))  # seconds
     # Origins a browser may call from (CORS); none unless listed.
     cors_origins: tuple[str, ...] = setting((), lambda values: tuple(map(_origin, values)))
+    # Host names clients may use beyond the machine's own (DNS rebinding); "*": any.
+    allowed_hosts: tuple[str, ...] = setting((), lambda values: tuple(map(_host_name, values)))
 
     @property
     def loopback(self) -> bool:

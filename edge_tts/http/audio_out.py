@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 import numpy as np
 from aiohttp import web
 
+from ..audio.dsp import Resampler, to_pcm16
 from ..speech.responses import Failed, Finished, Out, Response, emit_to
 from ..text.document import Document
 from ..voice.base import Tuning
@@ -28,6 +29,7 @@ from .shared import Door
 _LOGGER = logging.getLogger("edge_tts.http")
 
 UNKNOWN_SIZE = 0xFFFFFFFF  # a streamed WAV's RIFF and data sizes: read to the end
+WAV_HEADER_BYTES = 44
 
 
 class Answer:
@@ -102,14 +104,6 @@ class Answer:
         if not self._done:
             self.response.cancel()
 
-    async def whole(self) -> np.ndarray:
-        """Every piece, joined (for /invoke)."""
-        parts = []
-        async for pcm in self.pieces():
-            parts.append(pcm)
-            self.taken(pcm)
-        return np.concatenate(parts) if parts else np.zeros(0, np.int16)
-
     def _count(self) -> None:
         ttfa = (self.first_at - self.started) * 1000 if self.first_at else None
         rtf = self.response.synth_seconds / self.audio_s if self.audio_s else None
@@ -147,24 +141,47 @@ def audio_headers(fmt: str, rate: int) -> dict[str, str]:
     }
 
 
-async def stream(request: web.Request, answer: Answer, fmt: str) -> web.StreamResponse:
-    """`answer`'s audio to the client as it is made: WAV (with a header of unknown size)
-    or raw PCM, chunked. A failure before the first piece raises ApiError (a JSON
-    error); after it, the connection is cut, so the client sees an incomplete body, not
-    a short file that looks whole."""
+class Converter:
+    """The answer's pieces at the rate a client was promised (OpenAI's pcm: 24 kHz),
+    converted with the filter state carried across pieces (audio/dsp.py's Resampler)."""
+
+    def __init__(self, rate: int, target: int) -> None:
+        self.rate = target
+        self._resample = None if rate == target else Resampler(rate, target)
+
+    def __call__(self, pcm: np.ndarray) -> np.ndarray:
+        if self._resample is None:
+            return pcm
+        return to_pcm16(self._resample(pcm.astype(np.float32) / 32768.0))
+
+    def flush(self) -> np.ndarray:
+        if self._resample is None:
+            return np.zeros(0, np.int16)
+        return to_pcm16(self._resample.flush())
+
+
+async def stream(
+    request: web.Request, answer: Answer, fmt: str, rate: int | None = None
+) -> web.StreamResponse:
+    """`answer`'s audio to the client as it is made, at `rate` (default: the voice's):
+    WAV (with a header of unknown size) or raw PCM, chunked. A failure before the first
+    piece raises ApiError (a JSON error); after it, the connection is cut, so the client
+    sees an incomplete body, not a short file that looks whole."""
+    convert = Converter(answer.rate, rate or answer.rate)
     try:
         pieces = answer.pieces()
         first = await anext(pieces, None)
-        resp = web.StreamResponse(headers=audio_headers(fmt, answer.rate))
+        resp = web.StreamResponse(headers=audio_headers(fmt, convert.rate))
         resp.enable_chunked_encoding()
         await resp.prepare(request)
         try:
             if fmt == "wav":
-                await _write(resp, wav_header(answer.rate), answer)
+                await _write(resp, wav_header(convert.rate), answer)
             if first is not None:
-                await _write_pcm(resp, first, answer)
+                await _write_pcm(resp, first, answer, convert)
                 async for pcm in pieces:
-                    await _write_pcm(resp, pcm, answer)
+                    await _write_pcm(resp, pcm, answer, convert)
+                await _write(resp, convert.flush().astype("<i2").tobytes(), answer)
             await resp.write_eof()
         except (ApiError, ConnectionError) as err:
             _cut(request, answer, err)
@@ -175,8 +192,10 @@ async def stream(request: web.Request, answer: Answer, fmt: str) -> web.StreamRe
         answer.cancel()
 
 
-async def _write_pcm(resp: web.StreamResponse, pcm: np.ndarray, answer: Answer) -> None:
-    await _write(resp, pcm.astype("<i2").tobytes(), answer)
+async def _write_pcm(
+    resp: web.StreamResponse, pcm: np.ndarray, answer: Answer, convert: Converter
+) -> None:
+    await _write(resp, convert(pcm).astype("<i2").tobytes(), answer)
     answer.taken(pcm)
 
 

@@ -4,13 +4,15 @@ An asyncio loop in the thread `http` serves the application (routes.py) with aio
 synthesis runs on the pipeline's workers as a remote response, below local playback
 (speech/responses.py), never on the loop. aiohttp's own runner is used for the
 application's start and stop only: the connections are served by `_Server`, which turns
-away connections beyond `max_connections` with a 503 and answers aiohttp's own errors
+away connections beyond its limits with a 503 and answers aiohttp's own errors
 (a header too large, a broken request line) as JSON with one log line, not a traceback.
 
-Bounds: headers (MAX_LINE_BYTES, MAX_HEADERS), the body (`client_max_size`, from
-`queue.max_text_chars`), the time a request may take to arrive (`read_timeout`: aiohttp
-closes a connection whose request is not complete by then; the body's read has its own
-timeout in fields.py), and a client that takes none of its audio (`write_timeout`).
+Bounds: connections in all and per client address (`max_connections`,
+`max_connections_per_client`: one address that stalls cannot lock out another), headers
+(MAX_LINE_BYTES, MAX_HEADERS), the time a request's head may take to arrive
+(`header_timeout`: aiohttp closes a connection whose next request is not complete by then),
+the body (`client_max_size`, from `queue.max_text_chars`, and `read_timeout` in
+fields.py), and a client that takes none of its audio (`write_timeout`).
 
 An address that cannot be bound degrades the daemon (its status says so) and is tried
 again (daemon/loop_server.py); everything else goes on.
@@ -20,7 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
+import math
+import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlparse
@@ -33,6 +39,7 @@ from ..daemon.telemetry import Telemetry
 from ..speech.jobs import Job
 from ..speech.responses import Responses
 from ..voice.registry import Voices
+from .browser import Hosts
 from .errors import error_body, log_error
 from .pool import AudioPool
 from .routes import make_app
@@ -44,6 +51,8 @@ _LOGGER = logging.getLogger("edge_tts.http")
 MAX_LINE_BYTES = 8190  # the request line and each header line
 MAX_HEADERS = 64
 REFUSAL_LINGER_S = 2.0  # a refused client's request is read and dropped for this long
+REFUSAL_LOG_INTERVAL_S = 1.0
+LOCAL = "local"  # the clients of a unix socket
 
 
 class Refused(ConfigError):
@@ -79,6 +88,8 @@ class HttpServer(LoopServer):
         self.settings = http
         self.telemetry = telemetry
         self.pool = AudioPool(http.pool_entries, round(http.pool_mb * 1024 * 1024), http.pool_ttl)
+        # A text of max_text_chars as JSON, each character escaped (\uXXXX\uXXXX at worst).
+        self.max_body = settings.queue.max_text_chars * 12 + 4096
         self.door = Door(
             settings=http,
             queue=settings.queue,
@@ -91,9 +102,9 @@ class HttpServer(LoopServer):
             problems=problems,
             gauges=gauges,
             token=token,
+            hosts=Hosts.of(http),
+            max_body=self.max_body,
         )
-        # A text of max_text_chars as JSON, each character escaped (\uXXXX\uXXXX at worst).
-        self.max_body = settings.queue.max_text_chars * 12 + 4096
         self._runner: web.AppRunner | None = None
         self._web: _Server | None = None
 
@@ -126,9 +137,12 @@ class HttpServer(LoopServer):
             app_server.request_handler,
             request_factory=app_server.request_factory,
             max_connections=self.settings.max_connections,
+            per_client=self.settings.max_connections_per_client,
             telemetry=self.telemetry,
             handler_kwargs={
-                "keepalive_timeout": self.settings.read_timeout,
+                # aiohttp closes a connection whose next request's head has not arrived
+                # within this, idle or trickling in: the header deadline.
+                "keepalive_timeout": self.settings.header_timeout,
                 "max_line_size": MAX_LINE_BYTES,
                 "max_field_size": MAX_LINE_BYTES,
                 "max_headers": MAX_HEADERS,
@@ -147,9 +161,9 @@ class HttpServer(LoopServer):
 
 
 class _Server(web.Server):
-    """aiohttp's connection factory with a limit on connections and JSON errors. A
-    client that goes away cancels its handler (`handler_cancellation`): its response is
-    dropped from the engine at once."""
+    """aiohttp's connection factory with limits on connections, in all and per client
+    address, and JSON errors. A client that goes away cancels its handler
+    (`handler_cancellation`): its response is dropped from the engine at once."""
 
     def __init__(
         self,
@@ -157,27 +171,54 @@ class _Server(web.Server):
         *,
         request_factory: Any,
         max_connections: int,
+        per_client: int,
         telemetry: Telemetry,
         handler_kwargs: dict[str, Any],
     ) -> None:
         super().__init__(handler, request_factory=request_factory, handler_cancellation=True)
         self.max_connections = max_connections
+        self.per_client = per_client
         self.telemetry = telemetry
-        self.open = 0  # connections made and not lost
-        self._pending = 0  # handlers made whose connection is not made yet
+        self.open = 0  # connections admitted and not lost
+        self.by_client: Counter[str] = Counter()
+        self._refused = 0  # refusals since the last logged one
+        self._logged_at = -math.inf
         self._handler_kwargs = handler_kwargs
 
     def __call__(self) -> Any:
-        if self.open + self._pending >= self.max_connections:
-            self.telemetry.count("http_busy")
-            return _Refusal(self.max_connections)
-        self._pending += 1
+        return _Admission(self)
+
+    def admit(self, transport: asyncio.Transport) -> asyncio.Protocol:
+        """The protocol that serves a new connection: a handler, or a refusal when the
+        server, or the client's own share of it, is full."""
+        client = client_key(transport.get_extra_info("peername"))
+        if self.open >= self.max_connections:
+            return self._refuse(client, f"busy: {self.max_connections} connections are open")
+        if client != LOCAL and self.by_client[client] >= self.per_client:
+            return self._refuse(client, f"this address has {self.per_client} connections open")
+        self.by_client[client] += 1
         return _Handler(
-            self, self.telemetry, loop=asyncio.get_running_loop(), **self._handler_kwargs
+            self,
+            self.telemetry,
+            client,
+            loop=asyncio.get_running_loop(),
+            **self._handler_kwargs,
         )
 
+    def _refuse(self, client: str, reason: str) -> asyncio.Protocol:
+        """A 503; logged at most once a second (with how many went unlogged): a client
+        that opens connections in a loop must not flood the journal."""
+        self.telemetry.count("http_busy")
+        message = f"{reason}; try again shortly"
+        self._refused += 1
+        now = time.monotonic()
+        if now - self._logged_at >= REFUSAL_LOG_INTERVAL_S:
+            also = f" ({self._refused - 1} more since the last line)" if self._refused > 1 else ""
+            log_error(client, "a connection", 503, message + also)
+            self._logged_at, self._refused = now, 0
+        return _Refusal(message)
+
     def connection_made(self, handler: web.RequestHandler, transport: asyncio.Transport) -> None:
-        self._pending -= 1
         self.open += 1
         super().connection_made(handler, transport)
 
@@ -185,16 +226,52 @@ class _Server(web.Server):
         self, handler: web.RequestHandler, exc: BaseException | None = None
     ) -> None:
         self.open -= 1
+        if isinstance(handler, _Handler):
+            self.by_client[handler.client] -= 1
+            if self.by_client[handler.client] <= 0:
+                del self.by_client[handler.client]
         super().connection_lost(handler, exc)
+
+
+def client_key(peer: object) -> str:
+    """What one client's connections are counted under: its address; for IPv6 its /64
+    (one host is given a whole /64 to pick addresses from); LOCAL for a unix socket,
+    whose clients (a reverse proxy among them) have no per-client limit."""
+    if not isinstance(peer, tuple) or not peer:
+        return LOCAL
+    try:
+        address = ipaddress.ip_address(str(peer[0]).split("%")[0])
+    except ValueError:
+        return str(peer[0])
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network(f"{address}/64", strict=False))
+    return str(address)
+
+
+class _Admission(asyncio.Protocol):
+    """A new connection, before it is served: hands the transport to what `admit`
+    chooses. Only once the connection is made is the client's address known."""
+
+    def __init__(self, server: _Server) -> None:
+        self._server = server
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        protocol = self._server.admit(transport)
+        transport.set_protocol(protocol)
+        protocol.connection_made(transport)
 
 
 class _Handler(web.RequestHandler):
     """One connection; aiohttp's errors (a request it cannot parse, a handler that
     escaped the middleware) answered as JSON, logged in one line with the address."""
 
-    def __init__(self, manager: _Server, telemetry: Telemetry, **kwargs: Any) -> None:
+    def __init__(self, manager: _Server, telemetry: Telemetry, client: str, **kwargs: Any) -> None:
         super().__init__(manager, **kwargs)
         self._telemetry = telemetry
+        self.client = client  # what its connection is counted under (client_key)
 
     def handle_error(
         self,
@@ -221,18 +298,18 @@ class _Handler(web.RequestHandler):
 
 
 class _Refusal(asyncio.Protocol):
-    """A connection beyond `max_connections`: a 503 with Retry-After, then closed. The
-    client's request is read and dropped meanwhile: a socket closed with unread data
-    resets the connection, and the client would lose the answer."""
+    """A connection beyond a limit: a 503 with Retry-After, then closed. The client's
+    request is read and dropped meanwhile: a socket closed with unread data resets the
+    connection, and the client would lose the answer."""
 
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
+    def __init__(self, message: str) -> None:
+        self._message = message
         self._transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
-        message = f"busy: {self._limit} connections are open; try again shortly"
+        message = self._message
         body = error_body(503, "too_many_connections", message)
         head = (
             "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
@@ -242,8 +319,6 @@ class _Refusal(asyncio.Protocol):
         if transport.can_write_eof():
             transport.write_eof()
         asyncio.get_running_loop().call_later(REFUSAL_LINGER_S, transport.close)
-        peer = transport.get_extra_info("peername")
-        log_error(str(peer[0]) if isinstance(peer, tuple) else None, "a connection", 503, message)
 
     def data_received(self, data: bytes) -> None:
         pass  # dropped: see the class

@@ -69,15 +69,30 @@ def optional_text(body: dict[str, Any], name: str) -> str | None:
     return value
 
 
-def number(body: dict[str, Any], name: str, low: float, high: float) -> float | None:
+def number(
+    body: dict[str, Any], name: str, low: float, high: float, *, strings: bool = False
+) -> float | None:
+    """A number within [low, high]; with `strings`, also one written as a string ("1.5"),
+    as Piper's server takes its scales."""
     value = body.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if strings and isinstance(value, str):
+        value = _parsed_number(value, name)
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise bad_request(f"'{name}' must be a number", name)
-    if not low <= value <= high:
-        raise bad_request(f"'{name}' must be within {low:g}-{high:g}, got {value:g}", name)
+    # Compared before any conversion: a 400-digit integer has no float (OverflowError).
+    if (isinstance(value, float) and not math.isfinite(value)) or not low <= value <= high:
+        shown = f"{value:g}" if isinstance(value, float) or abs(value) < 10**15 else "more"
+        raise bad_request(f"'{name}' must be within {low:g}-{high:g}, got {shown}", name)
     return float(value)
+
+
+def _parsed_number(value: str, name: str) -> float:
+    try:
+        return float(value[:40])
+    except ValueError:
+        raise bad_request(f"'{name}' must be a number", name) from None
 
 
 def speaker(body: dict[str, Any], name: str) -> str | None:
@@ -105,6 +120,6 @@ def speech(body: dict[str, Any], name: str, max_chars: int) -> str | Document:
     try:
         document = document_for(given, text_format, max_chars)
     except BadRequest as err:
-        param = "text_format" if "text_format" in str(err) else name
+        param = "text_format" if err.param == "text_format" else name
         raise bad_request(str(err), param, "invalid_ssml") from None
     return given if document is None else document

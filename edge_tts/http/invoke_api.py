@@ -1,19 +1,29 @@
 """The seed's service: `POST /invoke` {text, speed} → {"audio_id"}, then
-`GET /download?audio_id=…` → the WAV, once. The audio waits in a bounded pool (pool.py);
-a full pool answers 503 with Retry-After before any synthesis starts."""
+`GET /download?audio_id=…` → the WAV, once. The audio waits in a bounded pool (pool.py):
+a full pool answers 503 with Retry-After before any synthesis starts, and audio that
+cannot fit it 413, before the synthesis when the text's length tells, else as soon as
+the audio made passes the pool's size."""
 
 from __future__ import annotations
 
+import numpy as np
 from aiohttp import web
 
 from . import fields
-from .audio_out import Answer, wav_bytes
+from .audio_out import WAV_HEADER_BYTES, Answer, wav_bytes
 from .errors import ApiError
-from .pool import PoolFull
-from .shared import DOOR
+from .pool import PoolFull, Reservation, TooLarge
+from .shared import DOOR, Door
 from .speech_api import voice_or_language
 
 _FIELDS = {"text", "text_format", "speed", "voice", "speaker"}
+# Seconds of speech per character at speed 1, as the voices read (measured on the
+# packaged voices: ~14 Latin characters a second, ~4 Chinese ones): what a request
+# reserves. A text is refused before synthesis only when even speech FASTEST times
+# quicker than that would not fit.
+SECONDS_PER_CHAR = 0.075
+SECONDS_PER_HAN = 0.25
+FASTEST = 2.5
 
 
 async def invoke(request: web.Request) -> web.Response:
@@ -24,23 +34,24 @@ async def invoke(request: web.Request) -> web.Response:
     speed = fields.number(body, "speed", 0.25, 4.0)
     voice, language = voice_or_language(door.voices, fields.optional_text(body, "voice"))
     speaker = fields.speaker(body, "speaker")
+    rate = door.voices.choose(voice, language).sample_rate
     try:
-        door.pool.reserve()
-    except PoolFull as full:
-        raise _busy(full) from None
-    answer: Answer | None = None
-    try:
-        answer = Answer.open(
-            door, text, voice=voice, language=language, speaker=speaker, speed=speed
-        )
-        pcm = await answer.whole()
-    except BaseException:
-        door.pool.release()
-        if answer is not None:
-            answer.cancel()
-        raise
-    try:
-        audio_id = door.pool.put(wav_bytes(pcm, answer.rate))
+        # Before the synthesis starts: a full pool, or a text too long for it, costs nothing.
+        reservation = _reserve(door, expected_bytes(body["text"], rate, speed))
+        try:
+            answer = Answer.open(
+                door, text, voice=voice, language=language, speaker=speaker, speed=speed
+            )
+            try:
+                pcm = await _made(door, answer, reservation)
+            finally:
+                answer.cancel()
+            audio_id = door.pool.put(reservation, wav_bytes(pcm, answer.rate))
+        except BaseException:
+            door.pool.release(reservation)
+            raise
+    except TooLarge as large:
+        raise _too_large(door, large) from None
     except PoolFull as full:
         raise _busy(full) from None
     return web.json_response(
@@ -66,6 +77,44 @@ async def download(request: web.Request) -> web.Response:
             param="audio_id",
         )
     return web.Response(body=data, content_type="audio/wav", headers={"Cache-Control": "no-store"})
+
+
+def expected_bytes(text: str, rate: int, speed: float | None) -> int:
+    """The WAV a text is expected to make (see SECONDS_PER_CHAR)."""
+    han = sum(1 for c in text if "\u4e00" <= c <= "\u9fff")
+    seconds = ((len(text) - han) * SECONDS_PER_CHAR + han * SECONDS_PER_HAN) / (speed or 1.0)
+    return WAV_HEADER_BYTES + round(seconds * rate) * 2
+
+
+def _reserve(door: Door, expected: int) -> Reservation:
+    least = WAV_HEADER_BYTES + (expected - WAV_HEADER_BYTES) // FASTEST
+    if least > door.pool.max_bytes:
+        raise TooLarge(int(least), door.pool.max_bytes)
+    return door.pool.reserve(expected)
+
+
+async def _made(door: Door, answer: Answer, reservation: Reservation) -> np.ndarray:
+    """The whole audio, its reservation grown with every piece (TooLarge, PoolFull)."""
+    parts = []
+    size = WAV_HEADER_BYTES
+    async for pcm in answer.pieces():
+        size += len(pcm) * 2
+        door.pool.grow(reservation, size)
+        parts.append(pcm)
+        answer.taken(pcm)
+    return np.concatenate(parts) if parts else np.zeros(0, np.int16)
+
+
+def _too_large(door: Door, large: TooLarge) -> ApiError:
+    limit_mb = door.pool.max_bytes / 1024 / 1024
+    return ApiError(
+        413,
+        "audio_too_large",
+        f"the audio of this text ({large.size} bytes or more) cannot fit the audio pool "
+        f"(http.pool_mb {limit_mb:g} MiB): send a shorter text, or use /v1/audio/speech, "
+        "which streams",
+        param="text",
+    )
 
 
 def _busy(full: PoolFull) -> ApiError:

@@ -5,7 +5,9 @@ queued; `GET /requests/{id}` (`?wait=true`) gives what became of it (tracker.py)
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
+import urllib.parse
 
 from aiohttp import web
 
@@ -22,6 +24,8 @@ MAX_WAIT_S = 300.0
 DEFAULT_WAIT_S = 60.0
 # The first event of a request submitted over HTTP: its answer's status.
 _STATUS = {"queued": 202, "duplicate": 200}
+# What a /say id may be made of: it goes into a URL path, a header and the log as it is.
+ID_ALPHABET = re.compile(r"[A-Za-z0-9._~:@+=-]{1,200}")
 
 
 async def say(request: web.Request) -> web.Response:
@@ -31,10 +35,13 @@ async def say(request: web.Request) -> web.Response:
     try:
         parsed = parse_say(envelope, door.queue.max_text_chars, door.queue.default_ttl)
         say_request = dataclasses.replace(parsed, door="http_say")
+        _check_id(say_request.id)
         # Nothing to acknowledge: the HTTP answer is the client's receipt.
         job = job_for(say_request, door.voices, [])
-    except (BadRequest, UnknownVoiceError) as err:
-        raise bad_request(str(err)) from None
+    except BadRequest as err:
+        raise bad_request(str(err), err.param) from None
+    except UnknownVoiceError as err:
+        raise bad_request(str(err), "voice") from None
     door.submit(job)
     found = door.tracker.get(say_request.id)
     if found is None:  # cannot be: every submit reports at once
@@ -45,9 +52,17 @@ async def say(request: web.Request) -> web.Response:
         reason = str(event.get("reason", event["event"]))
         code = "stopping" if event["event"] == "deferred" else "queue_full"
         raise ApiError(503, code, reason, headers={"Retry-After": "1"})
-    return web.json_response(
-        event, status=status, headers={"Location": f"/requests/{say_request.id}"}
-    )
+    location = "/requests/" + urllib.parse.quote(say_request.id, safe="")
+    return web.json_response(event, status=status, headers={"Location": location})
+
+
+def _check_id(request_id: str) -> None:
+    if not ID_ALPHABET.fullmatch(request_id):
+        raise BadRequest(
+            f"'id' {request_id[:40]!r} may have only letters, digits and . _ ~ : @ + = - "
+            "(at most 200)",
+            "id",
+        )
 
 
 async def request_state(request: web.Request) -> web.Response:

@@ -13,6 +13,7 @@ from ..daemon.telemetry import Telemetry
 from ..speech.jobs import Job
 from ..speech.responses import Responses
 from ..voice.registry import Voices
+from .browser import Hosts
 from .pool import AudioPool
 from .tracker import RequestTracker
 
@@ -30,6 +31,8 @@ class Door:
     problems: Callable[[], list[str]]  # the daemon's, for /health
     gauges: Callable[[], Mapping[str, object]]  # the daemon's, for /metrics
     token: str | None  # clients must send it as a bearer token; None: no token
+    hosts: Hosts  # the names clients may reach the server by (the Host header)
+    max_body: int  # bytes a request's body may have
 
 
 DOOR = web.AppKey("door", Door)  # the application's shared state, for every route

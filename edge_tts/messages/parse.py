@@ -143,12 +143,12 @@ def _request(
 ) -> SayRequest:
     unknown = sorted(set(f) - _KNOWN)
     if unknown:
-        raise BadRequest(f"unknown field(s) {', '.join(unknown)}")
+        raise BadRequest(f"unknown field(s) {', '.join(unknown)}", unknown[0])
     text = f.get("text")
     if not isinstance(text, str) or not text.strip():
-        raise BadRequest("'text' must be a non-empty string")
+        raise BadRequest("'text' must be a non-empty string", "text")
     if len(text) > max_text_chars:
-        raise BadRequest(f"text is {len(text)} characters; the limit is {max_text_chars}")
+        raise BadRequest(f"text is {len(text)} characters; the limit is {max_text_chars}", "text")
     _check_encodable("text", text)
     document = document_for(text, _opt(f, "text_format", str), max_text_chars)
     sender_id = _opt(f, "id", str)
@@ -181,13 +181,13 @@ def document_for(text: str, text_format: str | None, max_chars: int) -> Document
     """The SSML document `text` is, or None for plain text: "ssml" says it is one, "text"
     that it is not; without a format, a text starting with <speak is SSML."""
     if text_format not in (None, *TEXT_FORMATS):
-        raise BadRequest(f"'text_format' must be one of {', '.join(TEXT_FORMATS)}")
+        raise BadRequest(f"'text_format' must be one of {', '.join(TEXT_FORMATS)}", "text_format")
     if text_format == "text" or (text_format is None and not looks_like_ssml(text)):
         return None
     try:
         return ssml.parse(text, max_chars=max_chars)
     except ssml.SsmlError as err:
-        raise BadRequest(str(err)) from None
+        raise BadRequest(str(err), "text") from None
 
 
 def _opt(f: dict[str, Any], name: str, kind: type) -> Any:
@@ -195,10 +195,10 @@ def _opt(f: dict[str, Any], name: str, kind: type) -> Any:
     if value is not None and (
         not isinstance(value, kind) or isinstance(value, bool) != (kind is bool)
     ):
-        raise BadRequest(f"'{name}' must be a {kind.__name__}")
+        raise BadRequest(f"'{name}' must be a {kind.__name__}", name)
     if isinstance(value, str):
         if len(value) > 200:
-            raise BadRequest(f"'{name}' is too long")
+            raise BadRequest(f"'{name}' is too long", name)
         _check_encodable(name, value)
     return value
 
@@ -208,14 +208,16 @@ def _check_encodable(name: str, value: str) -> None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as err:
-        raise BadRequest(f"'{name}' contains an unpaired UTF-16 surrogate (\\u escape)") from err
+        raise BadRequest(
+            f"'{name}' contains an unpaired UTF-16 surrogate (\\u escape)", name
+        ) from err
 
 
 def _speaker(value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise BadRequest("'speaker' must be a name or a number")
+        raise BadRequest("'speaker' must be a name or a number", "speaker")
     if isinstance(value, str):
         _opt({"speaker": value}, "speaker", str)  # the same length and encoding checks
     return str(value)
@@ -223,7 +225,7 @@ def _speaker(value: object) -> str | None:
 
 def _priority(value: object) -> Priority:
     if not isinstance(value, str) or value.upper() not in Priority.__members__:
-        raise BadRequest("'priority' must be one of low, normal, high, critical")
+        raise BadRequest("'priority' must be one of low, normal, high, critical", "priority")
     return Priority[value.upper()]
 
 
@@ -232,9 +234,9 @@ def _number(f: dict[str, Any], name: str, low: float, high: float) -> float | No
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BadRequest(f"'{name}' must be a number")
+        raise BadRequest(f"'{name}' must be a number", name)
     if not low <= value <= high:
-        raise BadRequest(f"'{name}' must be within {low}-{high}")
+        raise BadRequest(f"'{name}' must be within {low}-{high}", name)
     return float(value)
 
 
@@ -242,7 +244,7 @@ def _expiry(f: dict[str, Any], env: Envelope, default_ttl: float | None) -> floa
     ttl = _number(f, "ttl", 0.0, 7 * 86400)
     expires_at = _number(f, "expires_at", 0.0, 1e11)
     if ttl is not None and expires_at is not None:
-        raise BadRequest("give 'ttl' or 'expires_at', not both")
+        raise BadRequest("give 'ttl' or 'expires_at', not both", "ttl")
     # Time already spent queued at the broker counts against the MQTT 5 expiry it reports.
     candidates = [
         expires_at,

@@ -20,7 +20,12 @@ class Priority(IntEnum):
 
 
 class BadRequest(ValueError):
-    """A payload we cannot accept; the message is the reason published in `rejected`."""
+    """A payload we cannot accept; the message is the reason published in `rejected`,
+    `param` the field at fault when there is one."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 @dataclass(frozen=True)

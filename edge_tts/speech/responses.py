@@ -117,7 +117,7 @@ class Response:
             self._input_closed = True
             done = self._done_locked()
         if done:
-            self._emit(Finished())
+            self._finish()
         else:
             self._work.wake()
 
@@ -174,7 +174,7 @@ class Response:
                 self._busy = False
                 done = self._done_locked()
             if done:
-                self._emit(Finished())
+                self._finish()
 
     def _next_chunk(self) -> Chunk | None:
         with self._lock:
@@ -216,7 +216,14 @@ class Response:
             self._over = True
             self._texts.clear()
             self._chunks.clear()
+        self._work.remove(self)
         self._emit(Failed(text, code))
+
+    def _finish(self) -> None:
+        # Out of the open responses as soon as it is over: a finished response the work
+        # still held would be visited by every `take` and never freed (issue 30's leak).
+        self._work.remove(self)
+        self._emit(Finished())
 
     def _done_locked(self) -> bool:
         """True once, when the last piece is out and no more text comes."""
