@@ -255,9 +255,21 @@ def test_explain_refuses_a_bad_entry_and_bad_ssml(tmp_path: Path, mandarin_voice
     result = run_cli("explain", "--config", str(config), "Hi.")
     assert result.returncode == 78 and "text.lexicon item 1: pinyin" in result.stderr
     config = write_config(tmp_path, mandarin_voice)
-    result = run_cli("explain", "--config", str(config), "<speak>Hi<br/></speak>")
+    result = run_cli("explain", "--config", str(config), "<speak>Hi<sub>x</sub></speak>")
+    assert result.returncode == 2 and "SSML line 1, column 10: <sub> needs a alias" in result.stderr
+
+
+@pytest.mark.slow
+def test_explain_shows_what_the_ssml_had_that_was_ignored(
+    tmp_path: Path, mandarin_voice: Path
+) -> None:
+    config = write_config(tmp_path, mandarin_voice)
+    text = "<speak>Hi <amazon:effect name='whispered'>there</amazon:effect></speak>"
+    result = run_cli("explain", "--config", str(config), text)
+    assert result.returncode == 0, result.stderr
     assert (
-        result.returncode == 2 and "SSML line 1, column 10: <br> is not supported" in result.stderr
+        "note: SSML line 1, column 11: <amazon:effect> is not supported: its content is read"
+        in result.stdout
     )
 
 

@@ -182,7 +182,7 @@ def test_ssml_is_a_payload_starting_with_speak_or_a_json_text_format() -> None:
         ({"text": "Door", "text_format": "ssml"}, "SSML must be a <speak> element"),
         ({"text": "Hi", "text_format": "html"}, "'text_format' must be one of text, ssml"),
         ({"text": "Hi", "text_format": 1}, "'text_format' must be a str"),
-        ("<speak><emphasis>Hi</emphasis></speak>", "line 1, column 8: <emphasis> is not supported"),
+        ("<speak><break time='99s'/>Hi</speak>", "line 1, column 8: break time '99s' is longer"),
     ],
 )
 def test_bad_ssml_is_a_bad_request_saying_where(

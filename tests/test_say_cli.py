@@ -141,10 +141,10 @@ def test_say_ssml_starts_with_its_break_in_exact_silence(tmp_path: Path) -> None
 
 def test_say_refuses_bad_ssml_saying_where(tmp_path: Path) -> None:
     result = run_cli(
-        "say", "--out", str(tmp_path / "x.wav"), "<speak>Hi <emphasis>there</emphasis>"
+        "say", "--out", str(tmp_path / "x.wav"), "<speak>Hi <break time='ever'/>there</speak>"
     )
     assert result.returncode == 2  # usage
-    assert "SSML line 1, column 11: <emphasis> is not supported" in result.stderr
+    assert "SSML line 1, column 11: break time 'ever' is not a duration" in result.stderr
     assert not (tmp_path / "x.wav").exists()
 
 

@@ -14,6 +14,8 @@ plain text makes the plain text's chunks, and shares their cached audio.
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Final
@@ -31,7 +33,11 @@ from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.registry import Voices
 from .jobs import Chunk
 
+log = logging.getLogger(__name__)
+
 _LATIN: Final = "LATIN"
+# An Azure or Google voice's name starts with its language: en-US-JennyNeural, cmn-CN-…
+_NAME_LANGUAGE: Final = re.compile(r"([a-z]{2,3}-[A-Z]{2})-")
 _SCRIPT_LANGUAGE: Final = {"CJK": "zh", _LATIN: "en"}  # whose voice a run goes to first
 _READING_LANGUAGE: Final = {"x-pinyin": "zh", "ipa": "en"}  # where a reading goes without one
 _RATE_BOUNDS: Final = (0.1, 10.0)  # speed, as a request may ask for it
@@ -175,8 +181,8 @@ class Router:
                 yield piece
             elif piece.reading is not None:
                 yield _Item(piece, self._reading_voice(piece, piece.reading, primary))
-            elif piece.style.voice is not None or piece.style.language is not None:
-                yield _Item(piece, self._forced_voice(piece, primary))
+            elif (forced := self._forced_voice(piece, primary)) is not None:
+                yield _Item(piece, forced)
             elif piece.say_as is not None:
                 yield _Item(piece, self._script_voice(piece.text, primary))
             else:
@@ -198,23 +204,33 @@ class Router:
         script = next((s for s in map(script_of, text) if s), None)
         return None if script is None else self._voice_for(script, primary)
 
-    def _forced_voice(self, span: Span, primary: SpeechVoice) -> SpeechVoice:
-        """The voice a span names, or the one for the language it names."""
+    def _forced_voice(self, span: Span, primary: SpeechVoice) -> SpeechVoice | None:
+        """The voice a span names, or the one for the language it names. A name or a
+        language there is no voice for here is not an error (SSML's voice selection falls
+        back; every Azure document names an Azure voice): a name that starts with a
+        language tag ("en-US-JennyNeural") goes to that language's voice, else None: the
+        span's writing system decides, as in a plain text."""
         style = span.style
         if style.voice is not None:
-            if self._voices is None:
-                if style.voice in (primary.name, "default"):
-                    return primary
-                raise ValueError(f"{_at(span)}no voice {style.voice!r} here (only {primary.name})")
-            try:
-                return self._voices.get(style.voice)
-            except ValueError as err:
-                raise ValueError(f"{_at(span)}{err}") from None
-        language = style.language or ""
-        voice = self._language_voice(language, primary)
+            voice = self._named_voice(style.voice, primary)
+            if voice is not None:
+                return voice
+            language = _NAME_LANGUAGE.match(style.voice)
+            return self._language_voice(language[1], primary) if language else None
+        if style.language is None:
+            return None
+        voice = self._language_voice(style.language, primary)
         if voice is None:
-            raise ValueError(f"{_at(span)}no voice for language {language!r}")
+            log.debug("%sno voice for language %r: read as text", _at(span), style.language)
         return voice
+
+    def _named_voice(self, name: str, primary: SpeechVoice) -> SpeechVoice | None:
+        if self._voices is None:
+            return primary if name in (primary.name, "default") else None
+        try:
+            return self._voices.get(name)
+        except ValueError:
+            return None
 
     def _language_voice(self, language: str, primary: SpeechVoice) -> SpeechVoice | None:
         if primary_language(primary.language) == primary_language(language):
@@ -239,8 +255,9 @@ class Router:
     def _reading_candidates(
         self, span: Span, reading: Reading, primary: SpeechVoice
     ) -> list[SpeechVoice | None]:
-        if span.style.voice is not None or span.style.language is not None:
-            return [self._forced_voice(span, primary)]
+        forced = self._forced_voice(span, primary)
+        if forced is not None:
+            return [forced]
         language = _READING_LANGUAGE[reading.alphabet]
         return [
             self._script_voice(span.text, primary),
@@ -257,10 +274,11 @@ class Router:
         try:
             if entry.scope is None and entry.reading is not None:
                 return bool(self._reading_voice(span, entry.reading, primary))
-            if span.style.voice is not None or span.style.language is not None:
-                voice = self._forced_voice(span, primary)
-            else:
-                voice = self._script_voice(span.text, primary) or primary
+            voice = (
+                self._forced_voice(span, primary)
+                or self._script_voice(span.text, primary)
+                or primary
+            )
         except ValueError:
             return False  # no voice for it: the entry does not apply (a forced one says so)
         if entry.reading is not None and voice.alphabet != entry.reading.alphabet:

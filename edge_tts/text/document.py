@@ -47,6 +47,7 @@ PLAIN: Final = Style()
 class SayAs:
     kind: str  # one of SAY_AS_KINDS
     format: str | None = None  # a date's field order: "mdy", "ymd", ...
+    detail: str | None = None  # W3C's detail: for a date "1"/"2" (see say_as.py)
 
 
 @dataclass(frozen=True)
