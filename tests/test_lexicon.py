@@ -115,6 +115,32 @@ def said(text: str) -> list[tuple[str, str]]:
     return [(readable(c.text), c.voice.name) for c in ROUTER.plan(speech, EN, SpeechOptions())]
 
 
+def test_a_bom_at_the_start_of_the_file_is_not_part_of_its_first_entry(tmp_path: Path) -> None:
+    file = tmp_path / "lexicon.txt"
+    file.write_bytes("\ufeffGPS = G P S\nNguyen = ipa: ŋwˈɪn\n".encode())
+    assert [e.phrase for e in load([], file)] == ["GPS", "Nguyen"]
+
+
+def test_a_phrase_given_twice_is_warned_naming_both_lines(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    file = tmp_path / "lexicon.txt"
+    file.write_text("GPS = G P S\nNguyen = ipa: ŋwˈɪn\ngps = Gee Pee Ess\n", "utf-8")
+    assert [(e.phrase, e.alias) for e in load(["Nguyen = Win"], file)] == [
+        ("Nguyen", None),
+        ("GPS", "G P S"),
+        ("gps", "Gee Pee Ess"),  # "GPS" has a capital: another key than "gps"
+    ]
+    assert f"text.lexicon item 1: 'Nguyen' is given again at {file} line 2, which wins" in (
+        caplog.text
+    )
+    file.write_text("GPS = G P S\nGPS = Gee Pee Ess\n", "utf-8")
+    result = run_cli("check-lexicon", str(file))
+    assert result.returncode == 0, result.stderr
+    assert f"warning: {file} line 1: 'GPS' is given again at {file} line 2" in result.stderr
+    assert "OK (1 entries)" in result.stdout
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

@@ -173,6 +173,8 @@ def test_ssml_is_a_payload_starting_with_speak_or_a_json_text_format() -> None:
     assert parse_say(env(json.dumps(spoken_as_text)), 200).document is None
     assert parse_say(env("1 < 2 and 3 > 2"), 200).document is None  # plain stays plain
     assert parse_say(env("1 < 2"), 200).speech == "1 < 2"
+    bom = parse_say(env("\ufeff<speak>Hi</speak>"), 200)  # what Windows tools send
+    assert bom.document is not None and bom.speech == bom.document
 
 
 @pytest.mark.parametrize(

@@ -316,6 +316,10 @@ def test_a_billion_laughs_is_refused_before_any_expansion() -> None:
         ("<speak/>", True),
         ('<!DOCTYPE speak [<!ENTITY a "a">]><speak>&a;</speak>', True),  # to be refused
         ("<!-- note --><speak>Hi</speak>", True),
+        ("\ufeff<speak>Hi</speak>", True),  # a UTF-8 BOM, as Windows tools send it
+        ("\ufeff  <?xml version='1.0' encoding='UTF-8'?>\n<speak>Hi</speak>", True),
+        ('<ssml:speak xmlns:ssml="http://www.w3.org/2001/10/synthesis">', True),
+        ("<x:speaker>Hi</x:speaker>", False),
         ("<!DOCTYPE html><p>Hi</p>", False),
         ("<speaker>Hi</speaker>", False),
         ("Use <speak> tags", False),
@@ -324,6 +328,21 @@ def test_a_billion_laughs_is_refused_before_any_expansion() -> None:
 )
 def test_what_looks_like_ssml(text: str, ssml: bool) -> None:
     assert looks_like_ssml(text) is ssml
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\ufeff<speak>Hi</speak>",
+        "\ufeff<?xml version='1.0' encoding='UTF-8'?>\n<speak>Hi</speak>",
+        "  \n<?xml version='1.0'?><speak>Hi</speak>",
+        "\n  <speak>Hi</speak>\n",
+        '<ssml:speak xmlns:ssml="http://www.w3.org/2001/10/synthesis">Hi</ssml:speak>',
+    ],
+)
+def test_what_looks_like_ssml_parses(text: str) -> None:
+    assert looks_like_ssml(text)
+    assert parse(text, max_chars=1000) == (Span("Hi"),)
 
 
 def test_what_is_spoken_decides_the_digest_not_the_markup() -> None:

@@ -117,10 +117,14 @@ def check_lexicon(args: argparse.Namespace) -> int:
     from ..text import lexicon
 
     try:
-        entries = lexicon.load([], args.lexicon)
+        lines = lexicon.read_file(args.lexicon).splitlines()
+        entries = lexicon.parse_lines(lines, str(args.lexicon))
     except lexicon.LexiconError as err:
         return fail(EXIT_REFUSED, str(err))
-    print(f"{args.lexicon}: OK ({len(entries)} entries)")
+    for warning in lexicon.duplicates(entries):
+        print(f"edge-ttsd: warning: {warning}", file=sys.stderr)
+    kept = len({(entry.key, entry.scope) for entry in entries})
+    print(f"{args.lexicon}: OK ({kept} entries)")
     return 0
 
 

@@ -66,7 +66,7 @@ def parse_noted(text: str, *, max_chars: int) -> tuple[Document, tuple[str, ...]
     if len(text) > max_chars:
         raise SsmlError(f"SSML is {len(text)} characters; the limit is {max_chars}")
     text = _without_prolog_space(text)
-    if not text.startswith("<"):
+    if not text.lstrip().startswith("<"):
         raise SsmlError(f"SSML must be a <speak> element; the text starts {text[:20]!r}")
     try:
         return _Parser().run(text)
