@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         voices = Voices(settings)
         voice = voices.choose(args.voice, args.language)
         speech, notes = _speech(text, args.ssml, settings.queue.max_text_chars)
-        router = Router(settings.synthesis, voices, lexicon.Lexicon(entries))
+        router = Router(settings.synthesis, voices, lexicon.Lexicon(entries), settings.text)
         chunks = explain(router, voices, speech, voice, voices.options_for(voice))
     except (ConfigError, lexicon.LexiconError, files.VoiceNotFoundError, VoiceDirError) as err:
         return fail(EXIT_REFUSED, str(err))

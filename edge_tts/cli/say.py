@@ -122,7 +122,7 @@ def configured(
     voices = Voices(settings)
     voice = voices.choose(args.voice, None)
     options = voices.options_for(voice, speaker=args.speaker, speed=args.speed, volume=args.volume)
-    router = Router(settings.synthesis, voices, lexicon.Lexicon(entries))
+    router = Router(settings.synthesis, voices, lexicon.Lexicon(entries), settings.text)
     return voice, options, router, settings.synthesis
 
 

@@ -224,6 +224,9 @@ class TextSettings(Checked):
 
     lexicon: tuple[str, ...] = ()
     lexicon_file: Path | None = field(default=None, metadata=FILE)
+    # Markdown and inline HTML dropped from plain text (text/markup.py): what language
+    # models write is read as its words, not "asterisk asterisk". False: read literally.
+    strip_markup: bool = True
 
 
 def _server_uri(value: str) -> str:

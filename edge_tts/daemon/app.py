@@ -108,13 +108,18 @@ class Daemon:
             reporter=Reporters(self.reporter, [self.tracker] if self.tracker else []),
             telemetry=self.telemetry,
             played=self.played,
-            router=Router(s.synthesis, self.voices, self.lexicon),
+            router=Router(s.synthesis, self.voices, self.lexicon, s.text),
             cache=self.cache.lookup,
         )
         self.cache.attach(self.pipeline.schedule, self.voices, self.pipeline.router)
         # What a remote door (Wyoming, HTTP) asks for: the same workers, below local playback.
         self.responses = Responses(
-            s.synthesis, self.voices, self.pipeline.schedule.wake, self.cache.lookup, self.lexicon
+            s.synthesis,
+            self.voices,
+            self.pipeline.schedule.wake,
+            self.cache.lookup,
+            self.lexicon,
+            s.text,
         )
         schedule = self.pipeline.schedule
         schedule.add(TaskClass.REMOTE, self.responses)

@@ -20,12 +20,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from ..config import SynthesisSettings
+from ..config import SynthesisSettings, TextSettings
 from ..text import EmptyTextError
 from ..text.document import PLAIN, Break, Document, Span, Style, plain_document
 from ..text.frontend import normalize, split_chunks
 from ..text.languages import primary_language
 from ..text.lexicon import Entry, Lexicon
+from ..text.markup import without_markup
 from ..text.readings import Reading, has_readings, placeholder, restore, without_private_use
 from ..text.say_as import render as say_as_text
 from ..text.scripts import native_scripts, script_of
@@ -77,12 +78,15 @@ class Router:
         synthesis: SynthesisSettings,
         voices: Voices | None = None,
         lexicon: Lexicon | None = None,
+        text: TextSettings | None = None,
     ):
         """Without `voices` (`edge-ttsd say`, tests of the pipeline) the voice asked for
-        speaks everything. `lexicon`: the daemon's (text.lexicon), which it may replace."""
+        speaks everything. `lexicon`: the daemon's (text.lexicon), which it may replace.
+        `text`: the settings' (text.strip_markup), else their defaults."""
         self._voices = voices
         self._synthesis = synthesis
         self._lexicon = lexicon
+        self._strip_markup = (text or TextSettings()).strip_markup
 
     def plan(
         self,
@@ -97,7 +101,10 @@ class Router:
         pace at `speed` and the same volume. Raises EmptyTextError when nothing is
         speakable, ValueError (UnsupportedScriptError) for text no configured voice reads
         or a span naming a voice or language there is not, with the reason."""
-        document = plain_document(text) if isinstance(text, str) else text
+        if isinstance(text, str):
+            document = plain_document(without_markup(text) if self._strip_markup else text)
+        else:
+            document = text
         if self._lexicon is not None:
             document = self._lexicon.apply(document, lambda e, s: self._applies(e, s, voice))
         groups, trailing = self._groups(document, voice)

@@ -512,6 +512,17 @@ def _cardinal(match: re.Match[str]) -> str:
 
 # --- symbols ------------------------------------------------------------------------------
 
+# Comparisons, arrows and the heart: espeak-ng says nothing for < and >, so "Temperature
+# < 5 degrees" lost its meaning. First, before "-" in "->" or "< -2" is read.
+_COMPARISONS: Final[tuple[Rule, ...]] = (
+    (re.compile(r" ?(?:->|=>|→) ?"), " to "),
+    (re.compile(r" ?(?:<=|≤) ?"), " less than or equal to "),
+    (re.compile(r" ?(?:>=|≥) ?"), " greater than or equal to "),
+    (re.compile(r" ?(?:!=|<>|≠) ?"), " not equal to "),
+    (re.compile(r"(?:(?<=\s)|^)<3+(?=$|[\s.,!?)])"), "heart"),  # "I <3 you"; "x<3" compares
+    (re.compile(r" ?< ?"), " less than "),
+    (re.compile(r" ?> ?"), " greater than "),
+)
 # Signs in front of a number, read before the number rules see it.
 _NUMBER_SIGNS: Final[tuple[Rule, ...]] = (
     (re.compile(r"(?<![\w+])\+(?=\d)"), "plus "),
@@ -535,6 +546,7 @@ _RULES: Final[tuple[Rule, ...]] = (
     (_NAME_OR_STREET_RE, _name_or_street),
     (_SUFFIX, _suffix),
     (_NUMBER_ABBREVIATION, _number_abbreviation),
+    *_COMPARISONS,
     *_NUMBER_SIGNS,
     (_ISO_DATE, _iso_date),
     (_SLASH_DATE, _slash_date),
