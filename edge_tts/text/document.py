@@ -25,6 +25,16 @@ SAY_AS_KINDS: Final = (
     "time",
     "telephone",
     "currency",
+    # the vendors' (say_as_words.py)
+    "verbatim",
+    "fraction",
+    "unit",
+    "address",
+    "name",
+    "duration",
+    "expletive",
+    "bleep",
+    "interjection",
 )
 
 

@@ -160,7 +160,8 @@ class Elements:
         return seconds
 
     def _say_as(self, frame: Frame) -> None:
-        self._attributes(frame, ("interpret-as", "format", "detail"), required=1)
+        # language (Google's, on currency): the voice that reads the span decides.
+        self._attributes(frame, ("interpret-as", "format", "detail", "language"), required=1)
         kind = frame.attrs["interpret-as"].strip()
         if kind not in SAY_AS_KINDS:
             frame.ignored = True
