@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from edge_tts.config import SynthesisSettings, settings_from_mapping
+from edge_tts.audio.dsp import SILENCE_LEVEL
+from edge_tts.config import SynthesisSettings, TextSettings, settings_from_mapping
 from edge_tts.speech.jobs import Chunk
 from edge_tts.speech.routing import Router
 from edge_tts.speech.synthesis import render
@@ -573,42 +575,71 @@ def test_a_phoneme_the_voice_lacks_is_refused_at_planning(
         )
 
 
-def audio_seconds(router: Router, voice: SpeechVoice, body: str) -> float:
-    """Seconds of audio the chunks of `body` make, rendered as a request's are."""
+def audio(router: Router, voice: SpeechVoice, body: str) -> np.ndarray:
+    """The audio the chunks of `body` make, rendered as a request's are, as floats."""
     options = SpeechOptions(noise_scale=0.0, noise_w=0.0)  # the same audio every time
     chunks = router.plan(doc(body), voice, options)
-    samples = sum(
-        len(pcm)
+    pieces = [
+        pcm
         for index, chunk in enumerate(chunks)
         for pcm in render(
-            chunk.voice, chunk.text, chunk.options, index == 0, 22050, silence=chunk.silence
+            chunk.voice,
+            chunk.text,
+            chunk.options,
+            index == 0,
+            22050,
+            silence=chunk.silence,
+            breaks=chunk.breaks,
         )
-    )
-    return samples / 22050
+    ]
+    return np.concatenate(pieces).astype(np.float32) / 32768
 
 
-FRAME_S = 256 / 22050  # one decoder frame of the voices here
+def quiet_runs(samples: np.ndarray) -> list[float]:
+    """The lengths in seconds of the runs of silence (at most SILENCE_LEVEL), in order,
+    from the start to the end of the audio."""
+    quiet = np.abs(samples) <= SILENCE_LEVEL
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], quiet.astype(np.int8), [0]))))
+    return [(end - start) / 22050 for start, end in zip(edges[::2], edges[1::2], strict=True)]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("with_break", "without", "seconds"),
+    ("body", "where", "seconds"),
     [
-        ('One.<break time="700ms"/> Two.', "One. Two.", 0.7),
-        ('<break time="500ms"/>Hello there.', "Hello there.", 0.5),  # before the first word
-        (  # inside a sentence: the break cuts the chunk either way
-            'Hello world<break time="700ms"/> again',
-            'Hello world<break time="0ms"/> again',
-            0.7,
-        ),
-        ('Bye.<break strength="strong"/>', "Bye.", 1.0),
-        ("你好。<break time='700ms'/>再见。", "你好。再见。", 0.7),
-        ("Hi. <break time='700ms'/>你好。", "Hi. 你好。", 0.7),  # between two voices
+        ('One.<break time="700ms"/> Two.', "inside", 0.7),
+        ('One.<break time="1500ms"/> Two.', "inside", 1.5),
+        ('<break time="500ms"/>Hello there.', "start", 0.5),
+        ('Hello world<break time="700ms"/> again', "inside", 0.7),  # inside a sentence
+        ('Turn left<break time="300ms"/>then right.', "inside", 0.3),
+        ('Bye.<break strength="strong"/>', "end", 1.0),
+        ("你好。<break time='700ms'/>再见。", "inside", 0.7),
+        ("Hi. <break time='700ms'/>你好。", "inside", 0.7),  # between two voices
     ],
 )
-def test_a_break_adds_its_time_in_silence_within_one_frame(
-    real: tuple[Router, SpeechVoice, TwoStageVoice], with_break: str, without: str, seconds: float
+def test_a_break_is_the_pause_at_its_place_within_50_ms(
+    real: tuple[Router, SpeechVoice, TwoStageVoice], body: str, where: str, seconds: float
 ) -> None:
+    """SSML's break is the pause at that point: it replaces the voice's own silence there
+    (a 1.5 s break was 1.79 s between the words), inside a sentence too."""
     router, english, _ = real
-    added = audio_seconds(router, english, with_break) - audio_seconds(router, english, without)
-    assert abs(added - seconds) <= FRAME_S
+    runs = quiet_runs(audio(router, english, body))
+    gap = {"start": runs[0], "end": runs[-1], "inside": max(runs[1:-1], default=0.0)}[where]
+    assert abs(gap - seconds) <= 0.05, runs
+
+
+def test_the_breaks_of_a_request_are_bounded_in_total() -> None:
+    assert len(plan('x<break time="10s"/>' * 3 + "y")) == 4  # 30 s: the default limit
+    with pytest.raises(ValueError, match=r"breaks add up to 40 s of silence; the limit is 30 s"):
+        plan('x<break time="10s"/>' * 4 + "y")
+    roomy = Router(SynthesisSettings(), VOICES, text=TextSettings(max_silence_s=60))
+    assert len(plan('x<break time="10s"/>' * 4 + "y", roomy)) == 5
+
+
+def test_a_break_marks_both_chunks_beside_it() -> None:
+    chunks = plan('One.<break time="0ms"/>Two. Three.')
+    assert [(c.text, c.silence, c.breaks) for c in chunks] == [
+        ("One.", (0, 0), (False, True)),  # strength none still replaces the pause
+        ("Two.", (0, 0), (True, False)),
+        ("Three.", (0, 0), (False, False)),
+    ]

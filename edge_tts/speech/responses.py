@@ -196,7 +196,14 @@ class Response:
         audio = self._work.cached_audio(chunk, first, self.name)
         try:
             pieces = render(
-                chunk.voice, chunk.text, chunk.options, first, rate, audio, silence=chunk.silence
+                chunk.voice,
+                chunk.text,
+                chunk.options,
+                first,
+                rate,
+                audio,
+                silence=chunk.silence,
+                breaks=chunk.breaks,
             )
             for pcm in pieces:
                 with self._lock:

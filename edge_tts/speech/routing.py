@@ -67,7 +67,7 @@ class _Group:
     voice: SpeechVoice
     style: Style
     items: list[Span] = field(default_factory=list)
-    silence_before: float = 0.0  # breaks before it
+    silence_before: float | None = None  # breaks before it; None: none
 
 
 class Router:
@@ -86,7 +86,8 @@ class Router:
         self._voices = voices
         self._synthesis = synthesis
         self._lexicon = lexicon
-        self._strip_markup = (text or TextSettings()).strip_markup
+        text = text or TextSettings()
+        self._strip_markup, self._max_silence_s = text.strip_markup, text.max_silence_s
 
     def plan(
         self,
@@ -112,9 +113,21 @@ class Router:
         if not chunks:
             excerpt = text[:40] if isinstance(text, str) else _written(document)[:40]
             raise EmptyTextError(f"text has nothing speakable: {excerpt!r}")
-        if trailing:
+        if trailing is not None:
             chunks[-1] = _with_silence(chunks[-1], after=trailing)
+        self._check_silence(chunks)
         return chunks
+
+    def _check_silence(self, chunks: list[Chunk]) -> None:
+        """A request's breaks add up to at most text.max_silence_s: 104 breaks of 10 s
+        fit in 2,000 characters, 17 minutes of a speaker saying nothing. Refused with
+        the reason, not cut short: the sender's timing was wrong, not ours to guess."""
+        total = sum(sum(chunk.silence) for chunk in chunks)
+        if total > self._max_silence_s:
+            raise ValueError(
+                f"the breaks add up to {total:g} s of silence; the limit is "
+                f"{self._max_silence_s:g} s (text.max_silence_s)"
+            )
 
     def _chunks(
         self, groups: list[_Group], voice: SpeechVoice, options: SpeechOptions, speed: float | None
@@ -122,18 +135,21 @@ class Router:
         """Each group's chunks; the silence of a break before a group goes after the chunk
         before it, or before the first chunk of all."""
         chunks: list[Chunk] = []
-        pending = 0.0  # silence of the breaks since the last chunk
+        pending: float | None = None  # silence of the breaks since the last chunk
         for group in groups:
-            pending += group.silence_before
+            if group.silence_before is not None:
+                pending = (pending or 0.0) + group.silence_before
             group_options = self._options(group, voice, options, speed)
             first_chars = self._synthesis.first_chunk_chars if not chunks else None
             for piece in self._chunk_texts(group, first_chars):
-                if chunks and pending:
+                if chunks and pending is not None:
                     chunks[-1] = _with_silence(chunks[-1], after=pending)
-                before = pending if not chunks else 0.0
-                chunks.append(Chunk(piece, group.voice, group_options, silence=(before, 0.0)))
-                pending = 0.0
-        if chunks and pending:  # breaks after the last group that said something
+                before = pending if pending is not None and not chunks else 0.0
+                breaks = (pending is not None, False)
+                chunk = Chunk(piece, group.voice, group_options, (before, 0.0), breaks)
+                chunks.append(chunk)
+                pending = None
+        if chunks and pending is not None:  # breaks after the last group that said something
             chunks[-1] = _with_silence(chunks[-1], after=pending)
         return chunks
 
@@ -163,22 +179,24 @@ class Router:
             return voice
         return primary  # Latin in a Mandarin voice is spelled; others are refused later
 
-    def _groups(self, document: Document, primary: SpeechVoice) -> tuple[list[_Group], float]:
+    def _groups(
+        self, document: Document, primary: SpeechVoice
+    ) -> tuple[list[_Group], float | None]:
         """The document's spans with their voices, in groups; and the silence after the
-        last one."""
+        last one (None: no break there)."""
         groups: list[_Group] = []
-        pending = 0.0
+        pending: float | None = None
         last: _Group | None = None
         for item in _decided(self._items(document, primary), primary):
             if isinstance(item, Break):
-                pending += item.seconds
+                pending = (pending or 0.0) + item.seconds
                 last = None
                 continue
             assert item.voice is not None  # _decided gave every item one
             if last is None or last.voice is not item.voice or not _alike(last, item.span):
                 last = _Group(item.voice, item.span.style, silence_before=pending)
                 groups.append(last)
-                pending = 0.0
+                pending = None
             last.items.append(item.span)
         return groups, pending
 
@@ -395,8 +413,10 @@ def _check_readings(texts: list[str], group: _Group) -> None:
 
 
 def _with_silence(chunk: Chunk, after: float) -> Chunk:
+    """The chunk with a break after it (its silence added to any there is)."""
     before, already = chunk.silence
-    return Chunk(chunk.text, chunk.voice, chunk.options, silence=(before, already + after))
+    breaks = (chunk.breaks[0], True)
+    return Chunk(chunk.text, chunk.voice, chunk.options, (before, already + after), breaks)
 
 
 def _written(spans: Document | list[Span]) -> str:
