@@ -397,7 +397,7 @@ def _normalized(spans: list[Span], language: str) -> tuple[str, list[Reading]]:
             raw.append(f" {without_private_use(say_as_text(span.say_as, span.text, language))} ")
         else:
             raw.append(without_private_use(span.text))
-    return normalize("".join(raw), language, placeholders=True), readings
+    return normalize("".join(raw), language, placeholders=True, units=True), readings
 
 
 def _check_readings(texts: list[str], group: _Group) -> None:
