@@ -303,6 +303,28 @@ def test_explain_shows_what_the_ssml_had_that_was_ignored(
 
 
 @pytest.mark.slow
+def test_a_phoneme_no_voice_has_fails_check_lexicon_and_the_start(
+    workdir: Path, broker: Broker
+) -> None:
+    lexicon = workdir / "lexicon.txt"
+    lexicon.write_text("Door = ipa: dˈɔːɹ\nNguyen = ipa: ŋw☃ɪn\n", "utf-8")
+    result = run_cli("check-lexicon", str(lexicon))
+    assert result.returncode == 78
+    assert f"{lexicon} line 2: 'Nguyen': phoneme(s) ☃" in result.stderr
+    lexicon.write_text("Door = ipa: dˈɔːɹ\n", "utf-8")
+    assert run_cli("check-lexicon", str(lexicon)).returncode == 0
+    lexicon.write_text("Nguyen = ipa: ŋw☃ɪn\n", "utf-8")
+    config = daemon_config(workdir, broker.port, text={"lexicon_file": str(lexicon)})
+    daemon = DaemonProcess(workdir, config, env={"HOME": str(workdir)})
+    try:
+        daemon.start()
+        assert daemon.wait_exit() == 78
+        assert "line 1: 'Nguyen': phoneme(s) ☃" in daemon.log()
+    finally:
+        daemon.close()
+
+
+@pytest.mark.slow
 def test_sighup_reloads_the_lexicon_and_keeps_it_when_the_new_one_is_bad(
     workdir: Path, broker: Broker, recorder: Recorder
 ) -> None:
@@ -341,6 +363,14 @@ def test_sighup_reloads_the_lexicon_and_keeps_it_when_the_new_one_is_bad(
             r"Lexicon not reloaded \(1 entries stay in use\): .*line 1: pinyin", after=mark
         )
         assert first_chunk_chars("still") == len("The back door of the garage.")
+        mark = daemon.log_mark()
+        lexicon.write_text("Door = ipa: d☃ɔːɹ\n", "utf-8")  # a symbol the voice has not
+        daemon.proc.send_signal(signal.SIGHUP)
+        daemon.wait_log(
+            r"Lexicon not reloaded \(1 entries stay in use\): .*line 1: 'Door': phoneme\(s\) ☃",
+            after=mark,
+        )
+        assert first_chunk_chars("kept") == len("The back door of the garage.")
         assert daemon.running()
     finally:
         print(daemon.log()[-4000:])

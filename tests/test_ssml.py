@@ -290,6 +290,11 @@ def test_what_cannot_be_recovered_keeps_the_first_error() -> None:
         parse("<speak>a & b</p></speak>", max_chars=100)  # recovered, still mismatched
 
 
+def test_text_that_is_not_utf8_is_refused_saying_where() -> None:
+    with pytest.raises(SsmlError, match=r"SSML is not valid UTF-8 text \(character 10\)"):
+        parse("<speak>caf\udce9</speak>", max_chars=100)  # what undecodable bytes become
+
+
 def test_nesting_and_size_are_bounded() -> None:
     deep = "<speak>" + "<s>" * 40 + "x" + "</s>" * 40 + "</speak>"
     with pytest.raises(SsmlError, match="nested more than 32 deep"):

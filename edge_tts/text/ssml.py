@@ -65,6 +65,10 @@ def parse_noted(text: str, *, max_chars: int) -> tuple[Document, tuple[str, ...]
     """The document, and a note for each thing in it that was ignored or recovered."""
     if len(text) > max_chars:
         raise SsmlError(f"SSML is {len(text)} characters; the limit is {max_chars}")
+    try:  # a lone surrogate (undecodable bytes, a JSON "\udce9") is no character
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise SsmlError(f"SSML is not valid UTF-8 text (character {err.start})") from None
     text = _without_prolog_space(text)
     if not text.lstrip().startswith("<"):
         raise SsmlError(f"SSML must be a <speak> element; the text starts {text[:20]!r}")
