@@ -46,6 +46,7 @@ ZH = Style(language="zh-CN")
         ("a &amp; b &lt;c&gt;", (Span("a & b <c>"),)),
         ('<break time="700ms"/>', (Break(0.7),)),
         ('<break time="1.5s"/>', (Break(1.5),)),
+        ('<break time="3" />', (Break(3.0),)),  # no unit, as Google Assistant's samples: s
         ('<break strength="strong"/>', (Break(1.0),)),
         ("<break/>", (Break(0.75),)),
         ('<break time="0ms" strength="x-strong"/>', (Break(0.0),)),  # time wins

@@ -53,9 +53,13 @@ _DECIBELS: Final = re.compile(r"\s*([+-]?\d+(?:\.\d+)?)\s*dB\s*")
 
 
 def seconds(text: str) -> float | None:
-    """ "500ms" -> 0.5, "1.5s" -> 1.5; None when it is not a duration."""
+    """ "500ms" -> 0.5, "1.5s" -> 1.5, and "3" -> 3 (Google Assistant's samples write a
+    break's time without a unit: seconds); None when it is not a duration."""
     match = _TIME.fullmatch(text)
-    return None if match is None else float(match[1]) / (1000 if match[2] == "ms" else 1)
+    if match is None:
+        bare = _NUMBER.fullmatch(text)
+        return None if bare is None else float(bare[1])
+    return float(match[1]) / (1000 if match[2] == "ms" else 1)
 
 
 def rate_value(text: str) -> float | None:
