@@ -47,18 +47,34 @@ def voice_copy(tmp_path: Path, fp32_files: files.VoiceFiles) -> files.VoiceFiles
 
 
 def run_cli(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 120, stdin: str | None = None
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    stdin: str | None = None,
+    stdin_bytes: bytes | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """The CLI as a user runs it: a separate process."""
-    return subprocess.run(
+    """The CLI as a user runs it: a separate process. `stdin_bytes`: raw bytes for its
+    stdin (not UTF-8, say); its output is still read as text."""
+    if stdin_bytes is None:
+        return subprocess.run(
+            [sys.executable, "-m", "edge_tts", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            input=stdin,
+            env={**os.environ, **(env or {})},
+            cwd=REPO,
+        )
+    raw = subprocess.run(
         [sys.executable, "-m", "edge_tts", *args],
         capture_output=True,
-        text=True,
         timeout=timeout,
-        input=stdin,
+        input=stdin_bytes,
         env={**os.environ, **(env or {})},
         cwd=REPO,
     )
+    out, err = (stream.decode("utf-8", "replace") for stream in (raw.stdout, raw.stderr))
+    return subprocess.CompletedProcess(raw.args, raw.returncode, out, err)
 
 
 @pytest.fixture()

@@ -115,6 +115,32 @@ def said(text: str) -> list[tuple[str, str]]:
     return [(readable(c.text), c.voice.name) for c in ROUTER.plan(speech, EN, SpeechOptions())]
 
 
+def test_a_bom_at_the_start_of_the_file_is_not_part_of_its_first_entry(tmp_path: Path) -> None:
+    file = tmp_path / "lexicon.txt"
+    file.write_bytes("\ufeffGPS = G P S\nNguyen = ipa: ŋwˈɪn\n".encode())
+    assert [e.phrase for e in load([], file)] == ["GPS", "Nguyen"]
+
+
+def test_a_phrase_given_twice_is_warned_naming_both_lines(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    file = tmp_path / "lexicon.txt"
+    file.write_text("GPS = G P S\nNguyen = ipa: ŋwˈɪn\ngps = Gee Pee Ess\n", "utf-8")
+    assert [(e.phrase, e.alias) for e in load(["Nguyen = Win"], file)] == [
+        ("Nguyen", None),
+        ("GPS", "G P S"),
+        ("gps", "Gee Pee Ess"),  # "GPS" has a capital: another key than "gps"
+    ]
+    assert f"text.lexicon item 1: 'Nguyen' is given again at {file} line 2, which wins" in (
+        caplog.text
+    )
+    file.write_text("GPS = G P S\nGPS = Gee Pee Ess\n", "utf-8")
+    result = run_cli("check-lexicon", str(file))
+    assert result.returncode == 0, result.stderr
+    assert f"warning: {file} line 1: 'GPS' is given again at {file} line 2" in result.stderr
+    assert "OK (1 entries)" in result.stdout
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -255,13 +281,47 @@ def test_explain_refuses_a_bad_entry_and_bad_ssml(tmp_path: Path, mandarin_voice
     result = run_cli("explain", "--config", str(config), "Hi.")
     assert result.returncode == 78 and "text.lexicon item 1: pinyin" in result.stderr
     config = write_config(tmp_path, mandarin_voice)
-    result = run_cli("explain", "--config", str(config), "<speak>Hi<br/></speak>")
+    result = run_cli("explain", "--config", str(config), "<speak>Hi<sub>x</sub></speak>")
+    assert result.returncode == 2 and "SSML line 1, column 10: <sub> needs a alias" in result.stderr
+
+
+@pytest.mark.slow
+def test_explain_shows_what_the_ssml_had_that_was_ignored(
+    tmp_path: Path, mandarin_voice: Path
+) -> None:
+    config = write_config(tmp_path, mandarin_voice)
+    text = "<speak>Hi <amazon:effect name='whispered'>there</amazon:effect></speak>"
+    result = run_cli("explain", "--config", str(config), text)
+    assert result.returncode == 0, result.stderr
     assert (
-        result.returncode == 2 and "SSML line 1, column 10: <br> is not supported" in result.stderr
+        "note: SSML line 1, column 11: <amazon:effect> is not supported: its content is read"
+        in result.stdout
     )
 
 
 # --- the daemon reloads it on SIGHUP ----------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_phoneme_no_voice_has_fails_check_lexicon_and_the_start(
+    workdir: Path, broker: Broker
+) -> None:
+    lexicon = workdir / "lexicon.txt"
+    lexicon.write_text("Door = ipa: dˈɔːɹ\nNguyen = ipa: ŋw☃ɪn\n", "utf-8")
+    result = run_cli("check-lexicon", str(lexicon))
+    assert result.returncode == 78
+    assert f"{lexicon} line 2: 'Nguyen': phoneme(s) ☃" in result.stderr
+    lexicon.write_text("Door = ipa: dˈɔːɹ\n", "utf-8")
+    assert run_cli("check-lexicon", str(lexicon)).returncode == 0
+    lexicon.write_text("Nguyen = ipa: ŋw☃ɪn\n", "utf-8")
+    config = daemon_config(workdir, broker.port, text={"lexicon_file": str(lexicon)})
+    daemon = DaemonProcess(workdir, config, env={"HOME": str(workdir)})
+    try:
+        daemon.start()
+        assert daemon.wait_exit() == 78
+        assert "line 1: 'Nguyen': phoneme(s) ☃" in daemon.log()
+    finally:
+        daemon.close()
 
 
 @pytest.mark.slow
@@ -303,6 +363,14 @@ def test_sighup_reloads_the_lexicon_and_keeps_it_when_the_new_one_is_bad(
             r"Lexicon not reloaded \(1 entries stay in use\): .*line 1: pinyin", after=mark
         )
         assert first_chunk_chars("still") == len("The back door of the garage.")
+        mark = daemon.log_mark()
+        lexicon.write_text("Door = ipa: d☃ɔːɹ\n", "utf-8")  # a symbol the voice has not
+        daemon.proc.send_signal(signal.SIGHUP)
+        daemon.wait_log(
+            r"Lexicon not reloaded \(1 entries stay in use\): .*line 1: 'Door': phoneme\(s\) ☃",
+            after=mark,
+        )
+        assert first_chunk_chars("kept") == len("The back door of the garage.")
         assert daemon.running()
     finally:
         print(daemon.log()[-4000:])

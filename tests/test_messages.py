@@ -173,6 +173,8 @@ def test_ssml_is_a_payload_starting_with_speak_or_a_json_text_format() -> None:
     assert parse_say(env(json.dumps(spoken_as_text)), 200).document is None
     assert parse_say(env("1 < 2 and 3 > 2"), 200).document is None  # plain stays plain
     assert parse_say(env("1 < 2"), 200).speech == "1 < 2"
+    bom = parse_say(env("\ufeff<speak>Hi</speak>"), 200)  # what Windows tools send
+    assert bom.document is not None and bom.speech == bom.document
 
 
 @pytest.mark.parametrize(
@@ -182,7 +184,7 @@ def test_ssml_is_a_payload_starting_with_speak_or_a_json_text_format() -> None:
         ({"text": "Door", "text_format": "ssml"}, "SSML must be a <speak> element"),
         ({"text": "Hi", "text_format": "html"}, "'text_format' must be one of text, ssml"),
         ({"text": "Hi", "text_format": 1}, "'text_format' must be a str"),
-        ("<speak><emphasis>Hi</emphasis></speak>", "line 1, column 8: <emphasis> is not supported"),
+        ("<speak><break time='99s'/>Hi</speak>", "line 1, column 8: break time '99s' is longer"),
     ],
 )
 def test_bad_ssml_is_a_bad_request_saying_where(

@@ -139,12 +139,28 @@ def test_say_ssml_starts_with_its_break_in_exact_silence(tmp_path: Path) -> None
     assert np.sqrt(np.mean((pcm[second:] / 32768.0) ** 2)) > 0.02
 
 
+def test_say_refuses_text_that_is_not_utf8_without_a_traceback(tmp_path: Path) -> None:
+    out = tmp_path / "x.wav"
+    piped = run_cli("say", "--ssml", "--out", str(out), "-", stdin_bytes=b"<speak>caf\xe9</speak>")
+    assert piped.returncode == 2 and "the text is not valid UTF-8 (byte 10)" in piped.stderr
+    assert "Traceback" not in piped.stderr and not out.exists()
+
+
+def test_say_with_config_holds_ssml_to_the_configured_text_limit(tmp_path: Path) -> None:
+    config = tmp_path / "edge-tts.yaml"
+    config.write_text(json.dumps({"device_id": "pi", "queue": {"max_text_chars": 30}}))
+    text = "<speak>Front door is open.</speak>"  # 34 characters: within the default limit
+    result = run_cli("say", "--config", str(config), "--out", str(tmp_path / "x.wav"), text)
+    assert result.returncode == 2
+    assert "SSML is 34 characters; the limit is 30" in result.stderr
+
+
 def test_say_refuses_bad_ssml_saying_where(tmp_path: Path) -> None:
     result = run_cli(
-        "say", "--out", str(tmp_path / "x.wav"), "<speak>Hi <emphasis>there</emphasis>"
+        "say", "--out", str(tmp_path / "x.wav"), "<speak>Hi <break time='ever'/>there</speak>"
     )
     assert result.returncode == 2  # usage
-    assert "SSML line 1, column 11: <emphasis> is not supported" in result.stderr
+    assert "SSML line 1, column 11: break time 'ever' is not a duration" in result.stderr
     assert not (tmp_path / "x.wav").exists()
 
 

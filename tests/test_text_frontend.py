@@ -395,3 +395,40 @@ def test_shortening_the_first_chunk_adds_no_space_to_chinese() -> None:
         "您已偏离路线,",
         "正在重新规划,请在前方路口掉头.",
     ]
+
+
+@pytest.mark.parametrize("first_chunk_chars", [30, 40])
+@pytest.mark.parametrize(
+    ("text", "unit"),
+    [
+        (
+            "Temperature change of -1,234.56 degrees recorded at the northern station today",
+            "minus one thousand two hundred thirty-four point five six",
+        ),
+        (
+            "Your total today comes to $1,234.56 after the discount",
+            "one thousand two hundred thirty-four dollars and fifty-six cents",
+        ),
+        (
+            "The meeting moved to December 21st, 2026 at 10:45 pm",
+            "December twenty-first, twenty twenty-six",
+        ),
+        ("Call the front desk at 555-0100 extension 4321", "five five five, zero one zero zero"),
+    ],
+)
+def test_no_chunk_is_cut_inside_a_number(text: str, unit: str, first_chunk_chars: int) -> None:
+    """The first chunk is cut short for latency; never inside what one number, amount,
+    date or phone number reads as (it was "... minus one" | "thousand two hundred ...")."""
+    chunks = _prepare(text, max_chunk_chars=200, first_chunk_chars=first_chunk_chars)
+    assert len(chunks) > 1
+    assert any(unit in chunk for chunk in chunks), chunks
+    assert "\u2060" not in " ".join(chunks)
+
+
+def test_a_number_longer_than_a_chunk_is_cut_between_its_words() -> None:
+    chunks = _prepare("Balance -1,234,567,891 now", max_chunk_chars=40, first_chunk_chars=40)
+    assert all(len(chunk) <= 40 for chunk in chunks)
+    assert " ".join(chunks) == (
+        "Balance minus one billion two hundred thirty-four million five hundred sixty-seven"
+        " thousand eight hundred ninety-one now"
+    )  # every word whole: "thirty-four" was cut after its hyphen with the joiner first

@@ -9,6 +9,8 @@ a soft limiter (`to_pcm16`); an output then applies volume and fades (`Shaper`,
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 import numpy as np
 import soxr
 
@@ -35,6 +37,29 @@ def trim_leading_silence(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     start = max(0, int(loud[0]) - int(KEEP_BEFORE_ONSET_S * sample_rate))
     start = min(start, max(0, audio.size - int(MIN_FIRST_PIECE_S * sample_rate)))
     return audio[start:]
+
+
+# What is kept of the quiet after speech that a break follows: the decay of its last sound.
+KEEP_AFTER_END_S = 0.01
+
+
+def trim_trailing_silence(pieces: Iterable[np.ndarray], sample_rate: int) -> Iterator[np.ndarray]:
+    """The pieces without the quiet at their end (but KEEP_AFTER_END_S): quiet samples are
+    held back until a louder one shows them to be a pause inside the speech."""
+    held: list[np.ndarray] = []
+    for piece in pieces:
+        loud = np.flatnonzero(np.abs(piece) > SILENCE_LEVEL)
+        if loud.size == 0:
+            held.append(piece)
+            continue
+        yield from held
+        held = []
+        end = int(loud[-1]) + 1
+        yield piece[:end]
+        if end < piece.size:
+            held.append(piece[end:])
+    if held:
+        yield np.concatenate(held)[: int(KEEP_AFTER_END_S * sample_rate)]
 
 
 class Resampler:

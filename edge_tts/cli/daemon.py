@@ -10,7 +10,7 @@ from typing import Any
 
 from ..daemon.logs import setup_logging
 from . import tune
-from .common import EXIT_REFUSED, Subparsers, add_config_arg, fail
+from .common import DEFAULT_CONFIG, EXIT_REFUSED, Subparsers, add_config_arg, fail
 
 _LOGGER = logging.getLogger("edge_tts")
 
@@ -31,6 +31,12 @@ def add_parsers(sub: Subparsers) -> None:
     p.set_defaults(func=check_config)
     p = sub.add_parser("check-lexicon", help="validate a lexicon file; non-zero exit if bad")
     p.add_argument("lexicon", type=Path)
+    p.add_argument(
+        "--config",
+        type=Path,
+        default=DEFAULT_CONFIG,
+        help="the settings whose voices check the phonemes (default: the daemon's, if there)",
+    )
     p.set_defaults(func=check_lexicon)
 
 
@@ -113,14 +119,27 @@ def _check_http(settings: Any) -> None:
 
 def check_lexicon(args: argparse.Namespace) -> int:
     """A lexicon file as the daemon would read it (the Ansible role checks one before it
-    replaces the old)."""
+    replaces the old): its lines, and each reading against the configured voices that
+    would say it (the settings of --config, else the default voice)."""
+    from ..config import ConfigError, default_settings, load_settings
+    from ..speech.lexicon_check import check_readings
     from ..text import lexicon
+    from ..voice import files
+    from ..voice.registry import Voices
+    from ..voice.voice_dir import VoiceDirError
 
     try:
-        entries = lexicon.load([], args.lexicon)
-    except lexicon.LexiconError as err:
+        lines = lexicon.read_file(args.lexicon).splitlines()
+        entries = lexicon.parse_lines(lines, str(args.lexicon))
+        given = args.config != DEFAULT_CONFIG or DEFAULT_CONFIG.exists()
+        settings = load_settings(args.config) if given else default_settings()
+        check_readings(entries, Voices(settings))
+    except (lexicon.LexiconError, ConfigError, files.VoiceNotFoundError, VoiceDirError) as err:
         return fail(EXIT_REFUSED, str(err))
-    print(f"{args.lexicon}: OK ({len(entries)} entries)")
+    for warning in lexicon.duplicates(entries):
+        print(f"edge-ttsd: warning: {warning}", file=sys.stderr)
+    kept = len({(entry.key, entry.scope) for entry in entries})
+    print(f"{args.lexicon}: OK ({kept} entries)")
     return 0
 
 

@@ -43,14 +43,16 @@ def run(args: argparse.Namespace) -> int:
         entries = lexicon.load(settings.text.lexicon, settings.text.lexicon_file)
         voices = Voices(settings)
         voice = voices.choose(args.voice, args.language)
-        speech = _speech(text, args.ssml, settings.queue.max_text_chars)
-        router = Router(settings.synthesis, voices, lexicon.Lexicon(entries))
+        speech, notes = _speech(text, args.ssml, settings.queue.max_text_chars)
+        router = Router(settings.synthesis, voices, lexicon.Lexicon(entries), settings.text)
         chunks = explain(router, voices, speech, voice, voices.options_for(voice))
     except (ConfigError, lexicon.LexiconError, files.VoiceNotFoundError, VoiceDirError) as err:
         return fail(EXIT_REFUSED, str(err))
     except (ssml.SsmlError, EmptyTextError, ValueError) as err:
         return fail(EXIT_USAGE, str(err))
     print(f"{len(entries)} lexicon entries; {len(chunks)} chunk(s)")
+    for note in notes:  # what the SSML has that is not supported, read as its content
+        print(f"note: {note}")
     for index, chunk in enumerate(chunks, 1):
         print(_describe(index, chunk))
     return 0
@@ -65,10 +67,14 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(args.config)
 
 
-def _speech(text: str, marked: bool, max_chars: int) -> str | Document:
+def _speech(text: str, marked: bool, max_chars: int) -> tuple[str | Document, tuple[str, ...]]:
+    """The text, or the document it is, and the notes of what the document's markup had
+    that is not supported."""
     from ..text import ssml
 
-    return ssml.parse(text, max_chars=max_chars) if marked or ssml.looks_like_ssml(text) else text
+    if marked or ssml.looks_like_ssml(text):
+        return ssml.parse_noted(text, max_chars=max_chars)
+    return text, ()
 
 
 def _describe(index: int, chunk: ChunkReading) -> str:

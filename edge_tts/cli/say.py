@@ -11,7 +11,7 @@ from .common import EXIT_ERROR, EXIT_NO_DEVICE, EXIT_REFUSED, EXIT_USAGE, Subpar
 
 if TYPE_CHECKING:
     from ..audio.output import AudioOutput
-    from ..config import AudioSettings, SynthesisSettings
+    from ..config import AudioSettings, Settings, SynthesisSettings
     from ..speech.routing import Router
     from ..voice.base import SpeechOptions, SpeechVoice
 
@@ -62,13 +62,19 @@ def run(args: argparse.Namespace) -> int:
     from ..voice.model import share_runtime
     from ..voice.registry import open_voice
 
-    text = sys.stdin.read() if args.text == "-" else args.text
     if not 0.1 <= args.speed <= 10 or not 0.0 <= args.volume <= 2.0:
         return fail(EXIT_USAGE, "--speed must be within 0.1-10 and --volume within 0-2")
+    try:
+        text = _text(args.text)
+    except ValueError as err:
+        return fail(EXIT_USAGE, str(err))
     document = None
     if args.ssml or ssml.looks_like_ssml(text):
-        try:
-            document = ssml.parse(text, max_chars=QueueSettings().max_text_chars)
+        try:  # the daemon's limit: the configured one with --config
+            limit = _settings(args).queue.max_text_chars if args.config else None
+            document = ssml.parse(text, max_chars=limit or QueueSettings().max_text_chars)
+        except ConfigError as err:
+            return fail(EXIT_REFUSED, str(err))
         except ssml.SsmlError as err:
             return fail(EXIT_USAGE, str(err))
     synthesis = SynthesisSettings()  # the daemon's defaults, but for --threads
@@ -101,6 +107,27 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _text(given: str) -> str:
+    """The text to say: the argument, or stdin for "-". ValueError when it is not UTF-8
+    (Python hands undecodable bytes on as lone surrogates, which fail much later)."""
+    if given == "-":
+        data = sys.stdin.buffer.read()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ValueError(f"the text is not valid UTF-8 (byte {err.start})") from None
+    bad = next((i for i, c in enumerate(given) if "\ud800" <= c <= "\udfff"), None)
+    if bad is not None:
+        raise ValueError(f"the text is not valid UTF-8 (character {bad})")
+    return given
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    from ..config import load_settings
+
+    return load_settings(args.config)
+
+
 def configured(
     args: argparse.Namespace,
 ) -> tuple[SpeechVoice, SpeechOptions, Router, SynthesisSettings]:
@@ -109,12 +136,11 @@ def configured(
     LexiconError, or ValueError for a voice it does not have."""
     import dataclasses
 
-    from ..config import load_settings
     from ..speech.routing import Router
     from ..text import lexicon
     from ..voice.registry import Voices
 
-    settings = load_settings(args.config)
+    settings = _settings(args)
     if args.threads is not None:
         synthesis = dataclasses.replace(settings.synthesis, threads=args.threads)
         settings = dataclasses.replace(settings, synthesis=synthesis)
@@ -122,7 +148,7 @@ def configured(
     voices = Voices(settings)
     voice = voices.choose(args.voice, None)
     options = voices.options_for(voice, speaker=args.speaker, speed=args.speed, volume=args.volume)
-    router = Router(settings.synthesis, voices, lexicon.Lexicon(entries))
+    router = Router(settings.synthesis, voices, lexicon.Lexicon(entries), settings.text)
     return voice, options, router, settings.synthesis
 
 

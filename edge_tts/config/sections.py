@@ -224,6 +224,12 @@ class TextSettings(Checked):
 
     lexicon: tuple[str, ...] = ()
     lexicon_file: Path | None = field(default=None, metadata=FILE)
+    # Markdown and inline HTML dropped from plain text (text/markup.py): what language
+    # models write is read as its words, not "asterisk asterisk". False: read literally.
+    strip_markup: bool = True
+    # The most silence SSML's breaks may add up to in one request, in seconds; more is
+    # refused with the reason (104 breaks of 10 s fit in 2,000 characters: 17 minutes).
+    max_silence_s: float = setting(30.0, between(0, 600))
 
 
 def _server_uri(value: str) -> str:

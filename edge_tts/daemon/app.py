@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..audio.sinks import open_output
 from ..cache.wiring import CacheService
-from ..config import ConfigError, Settings
+from ..config import ConfigError, Settings, TextSettings
 from ..homeassistant.controls import Controls, optional_subscriptions
 from ..http.tracker import RequestTracker
 from ..messages.topics import Topics
@@ -26,6 +26,7 @@ from ..mqtt.reporter import MqttReporter
 from ..speech.dedupe import FILE_NAME as PLAYED_FILE
 from ..speech.dedupe import PlayedStore
 from ..speech.keepwarm import KeepWarm
+from ..speech.lexicon_check import check_readings
 from ..speech.listeners import Reporters
 from ..speech.pipeline import Pipeline
 from ..speech.responses import Responses
@@ -70,16 +71,16 @@ class Daemon:
         s = settings
         self.notifier = notifier or Notifier()
         self._reload = reload
-        try:
-            self.lexicon = Lexicon(lexicon.load(s.text.lexicon, s.text.lexicon_file))
-        except lexicon.LexiconError as err:
-            raise StartupRefused(str(err)) from err
         self.stop_event = threading.Event()
         self.topics = Topics(s.topic_prefix, s.device_id, s.hermes.enabled)
         self.telemetry = Telemetry()
         try:
             self.voices = Voices(s)
         except (files.VoiceNotFoundError, VoiceDirError) as err:
+            raise StartupRefused(str(err)) from err
+        try:  # after the voices: each entry's phonemes are checked against them
+            self.lexicon = Lexicon(self._lexicon_entries(s.text))
+        except lexicon.LexiconError as err:
             raise StartupRefused(str(err)) from err
         rate = self.voices.default.sample_rate
         self.output = open_output(s.audio, rate)
@@ -108,13 +109,18 @@ class Daemon:
             reporter=Reporters(self.reporter, [self.tracker] if self.tracker else []),
             telemetry=self.telemetry,
             played=self.played,
-            router=Router(s.synthesis, self.voices, self.lexicon),
+            router=Router(s.synthesis, self.voices, self.lexicon, s.text),
             cache=self.cache.lookup,
         )
         self.cache.attach(self.pipeline.schedule, self.voices, self.pipeline.router)
         # What a remote door (Wyoming, HTTP) asks for: the same workers, below local playback.
         self.responses = Responses(
-            s.synthesis, self.voices, self.pipeline.schedule.wake, self.cache.lookup, self.lexicon
+            s.synthesis,
+            self.voices,
+            self.pipeline.schedule.wake,
+            self.cache.lookup,
+            self.lexicon,
+            s.text,
         )
         schedule = self.pipeline.schedule
         schedule.add(TaskClass.REMOTE, self.responses)
@@ -268,6 +274,13 @@ class Daemon:
         signal.signal(signal.SIGINT, handle)
         signal.signal(signal.SIGHUP, lambda _signum, _frame: self.reload_lexicon())
 
+    def _lexicon_entries(self, text: TextSettings) -> list[lexicon.Entry]:
+        """The entries of the settings, each reading checked with the voices that read
+        it; LexiconError names the first bad one."""
+        entries = lexicon.load(text.lexicon, text.lexicon_file)
+        check_readings(entries, self.voices)
+        return entries
+
     def reload_lexicon(self) -> None:
         """The lexicon of the settings as they are now (their file, and the file it names),
         in place of the one in use; on any error the one in use stays, with the reason
@@ -276,8 +289,7 @@ class Daemon:
             _LOGGER.warning("Received SIGHUP; no settings file to reload the lexicon from")
             return
         try:
-            text = self._reload().text
-            entries = lexicon.load(text.lexicon, text.lexicon_file)
+            entries = self._lexicon_entries(self._reload().text)
         except (ConfigError, lexicon.LexiconError) as err:
             _LOGGER.error(
                 "Lexicon not reloaded (%d entries stay in use): %s", len(self.lexicon), err

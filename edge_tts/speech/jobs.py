@@ -97,6 +97,9 @@ class Chunk:
     options: Final[SpeechOptions]
     # Exact silence before and after its speech, in seconds: SSML's breaks (routing.py).
     silence: Final[tuple[float, float]] = (0.0, 0.0)
+    # Whether a break stands before / after it: then the break is the pause there, and the
+    # voice's own silence at that end is trimmed (synthesis.render).
+    breaks: Final[tuple[bool, bool]] = (False, False)
     pieces: Final[queue.SimpleQueue[np.ndarray | None]] = field(default_factory=queue.SimpleQueue)
     ready: Final[threading.Event] = field(default_factory=threading.Event)  # 1st piece, or error
     error: str | None = None

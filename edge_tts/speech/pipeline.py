@@ -184,6 +184,7 @@ class Pipeline:
                 self.output_rate,
                 audio,
                 silence=chunk.silence,
+                breaks=chunk.breaks,
             )
             for pcm in pieces:
                 if chunk.first_audio_at is None:

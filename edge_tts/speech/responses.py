@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cache.serving import ChunkAudio, PhraseCache, cached_audio
-from ..config import SynthesisSettings
+from ..config import SynthesisSettings, TextSettings
 from ..text import EmptyTextError
 from ..text.document import Document
 from ..text.lexicon import Lexicon
@@ -196,7 +196,14 @@ class Response:
         audio = self._work.cached_audio(chunk, first, self.name)
         try:
             pieces = render(
-                chunk.voice, chunk.text, chunk.options, first, rate, audio, silence=chunk.silence
+                chunk.voice,
+                chunk.text,
+                chunk.options,
+                first,
+                rate,
+                audio,
+                silence=chunk.silence,
+                breaks=chunk.breaks,
             )
             for pcm in pieces:
                 with self._lock:
@@ -244,6 +251,7 @@ class Responses:
         wake: Callable[[], None],
         cache: PhraseCache | None = None,
         lexicon: Lexicon | None = None,
+        text: TextSettings | None = None,
     ) -> None:
         self.lock = threading.Lock()
         self.wake = wake  # the schedule's: an idle worker looks for work again
@@ -251,10 +259,10 @@ class Responses:
         self._cache = cache  # the pipeline's: None with cache.enabled off
         self._responses: deque[Response] = deque()
         self._names = itertools.count(1)
-        self._first_router = Router(synthesis, voices, lexicon)
+        self._first_router = Router(synthesis, voices, lexicon, text)
         # A stream's later sentences need no short first chunk: audio is already flowing.
         rest = dataclasses.replace(synthesis, first_chunk_chars=synthesis.max_chunk_chars)
-        self._rest_router = Router(rest, voices, lexicon)
+        self._rest_router = Router(rest, voices, lexicon, text)
 
     def open(
         self,

@@ -14,16 +14,19 @@ plain text makes the plain text's chunks, and shares their cached audio.
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from ..config import SynthesisSettings
+from ..config import SynthesisSettings, TextSettings
 from ..text import EmptyTextError
 from ..text.document import PLAIN, Break, Document, Span, Style, plain_document
 from ..text.frontend import normalize, split_chunks
 from ..text.languages import primary_language
 from ..text.lexicon import Entry, Lexicon
+from ..text.markup import without_markup
 from ..text.readings import Reading, has_readings, placeholder, restore, without_private_use
 from ..text.say_as import render as say_as_text
 from ..text.scripts import native_scripts, script_of
@@ -31,7 +34,11 @@ from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.registry import Voices
 from .jobs import Chunk
 
+log = logging.getLogger(__name__)
+
 _LATIN: Final = "LATIN"
+# An Azure or Google voice's name starts with its language: en-US-JennyNeural, cmn-CN-…
+_NAME_LANGUAGE: Final = re.compile(r"([a-z]{2,3}-[A-Z]{2})-")
 _SCRIPT_LANGUAGE: Final = {"CJK": "zh", _LATIN: "en"}  # whose voice a run goes to first
 _READING_LANGUAGE: Final = {"x-pinyin": "zh", "ipa": "en"}  # where a reading goes without one
 _RATE_BOUNDS: Final = (0.1, 10.0)  # speed, as a request may ask for it
@@ -60,7 +67,7 @@ class _Group:
     voice: SpeechVoice
     style: Style
     items: list[Span] = field(default_factory=list)
-    silence_before: float = 0.0  # breaks before it
+    silence_before: float | None = None  # breaks before it; None: none
 
 
 class Router:
@@ -71,12 +78,16 @@ class Router:
         synthesis: SynthesisSettings,
         voices: Voices | None = None,
         lexicon: Lexicon | None = None,
+        text: TextSettings | None = None,
     ):
         """Without `voices` (`edge-ttsd say`, tests of the pipeline) the voice asked for
-        speaks everything. `lexicon`: the daemon's (text.lexicon), which it may replace."""
+        speaks everything. `lexicon`: the daemon's (text.lexicon), which it may replace.
+        `text`: the settings' (text.strip_markup), else their defaults."""
         self._voices = voices
         self._synthesis = synthesis
         self._lexicon = lexicon
+        text = text or TextSettings()
+        self._strip_markup, self._max_silence_s = text.strip_markup, text.max_silence_s
 
     def plan(
         self,
@@ -91,7 +102,10 @@ class Router:
         pace at `speed` and the same volume. Raises EmptyTextError when nothing is
         speakable, ValueError (UnsupportedScriptError) for text no configured voice reads
         or a span naming a voice or language there is not, with the reason."""
-        document = plain_document(text) if isinstance(text, str) else text
+        if isinstance(text, str):
+            document = plain_document(without_markup(text) if self._strip_markup else text)
+        else:
+            document = text
         if self._lexicon is not None:
             document = self._lexicon.apply(document, lambda e, s: self._applies(e, s, voice))
         groups, trailing = self._groups(document, voice)
@@ -99,9 +113,21 @@ class Router:
         if not chunks:
             excerpt = text[:40] if isinstance(text, str) else _written(document)[:40]
             raise EmptyTextError(f"text has nothing speakable: {excerpt!r}")
-        if trailing:
+        if trailing is not None:
             chunks[-1] = _with_silence(chunks[-1], after=trailing)
+        self._check_silence(chunks)
         return chunks
+
+    def _check_silence(self, chunks: list[Chunk]) -> None:
+        """A request's breaks add up to at most text.max_silence_s: 104 breaks of 10 s
+        fit in 2,000 characters, 17 minutes of a speaker saying nothing. Refused with
+        the reason, not cut short: the sender's timing was wrong, not ours to guess."""
+        total = sum(sum(chunk.silence) for chunk in chunks)
+        if total > self._max_silence_s:
+            raise ValueError(
+                f"the breaks add up to {total:g} s of silence; the limit is "
+                f"{self._max_silence_s:g} s (text.max_silence_s)"
+            )
 
     def _chunks(
         self, groups: list[_Group], voice: SpeechVoice, options: SpeechOptions, speed: float | None
@@ -109,18 +135,21 @@ class Router:
         """Each group's chunks; the silence of a break before a group goes after the chunk
         before it, or before the first chunk of all."""
         chunks: list[Chunk] = []
-        pending = 0.0  # silence of the breaks since the last chunk
+        pending: float | None = None  # silence of the breaks since the last chunk
         for group in groups:
-            pending += group.silence_before
+            if group.silence_before is not None:
+                pending = (pending or 0.0) + group.silence_before
             group_options = self._options(group, voice, options, speed)
             first_chars = self._synthesis.first_chunk_chars if not chunks else None
             for piece in self._chunk_texts(group, first_chars):
-                if chunks and pending:
+                if chunks and pending is not None:
                     chunks[-1] = _with_silence(chunks[-1], after=pending)
-                before = pending if not chunks else 0.0
-                chunks.append(Chunk(piece, group.voice, group_options, silence=(before, 0.0)))
-                pending = 0.0
-        if chunks and pending:  # breaks after the last group that said something
+                before = pending if pending is not None and not chunks else 0.0
+                breaks = (pending is not None, False)
+                chunk = Chunk(piece, group.voice, group_options, (before, 0.0), breaks)
+                chunks.append(chunk)
+                pending = None
+        if chunks and pending is not None:  # breaks after the last group that said something
             chunks[-1] = _with_silence(chunks[-1], after=pending)
         return chunks
 
@@ -150,22 +179,24 @@ class Router:
             return voice
         return primary  # Latin in a Mandarin voice is spelled; others are refused later
 
-    def _groups(self, document: Document, primary: SpeechVoice) -> tuple[list[_Group], float]:
+    def _groups(
+        self, document: Document, primary: SpeechVoice
+    ) -> tuple[list[_Group], float | None]:
         """The document's spans with their voices, in groups; and the silence after the
-        last one."""
+        last one (None: no break there)."""
         groups: list[_Group] = []
-        pending = 0.0
+        pending: float | None = None
         last: _Group | None = None
         for item in _decided(self._items(document, primary), primary):
             if isinstance(item, Break):
-                pending += item.seconds
+                pending = (pending or 0.0) + item.seconds
                 last = None
                 continue
             assert item.voice is not None  # _decided gave every item one
             if last is None or last.voice is not item.voice or not _alike(last, item.span):
                 last = _Group(item.voice, item.span.style, silence_before=pending)
                 groups.append(last)
-                pending = 0.0
+                pending = None
             last.items.append(item.span)
         return groups, pending
 
@@ -175,8 +206,8 @@ class Router:
                 yield piece
             elif piece.reading is not None:
                 yield _Item(piece, self._reading_voice(piece, piece.reading, primary))
-            elif piece.style.voice is not None or piece.style.language is not None:
-                yield _Item(piece, self._forced_voice(piece, primary))
+            elif (forced := self._forced_voice(piece, primary)) is not None:
+                yield _Item(piece, forced)
             elif piece.say_as is not None:
                 yield _Item(piece, self._script_voice(piece.text, primary))
             else:
@@ -198,23 +229,33 @@ class Router:
         script = next((s for s in map(script_of, text) if s), None)
         return None if script is None else self._voice_for(script, primary)
 
-    def _forced_voice(self, span: Span, primary: SpeechVoice) -> SpeechVoice:
-        """The voice a span names, or the one for the language it names."""
+    def _forced_voice(self, span: Span, primary: SpeechVoice) -> SpeechVoice | None:
+        """The voice a span names, or the one for the language it names. A name or a
+        language there is no voice for here is not an error (SSML's voice selection falls
+        back; every Azure document names an Azure voice): a name that starts with a
+        language tag ("en-US-JennyNeural") goes to that language's voice, else None: the
+        span's writing system decides, as in a plain text."""
         style = span.style
         if style.voice is not None:
-            if self._voices is None:
-                if style.voice in (primary.name, "default"):
-                    return primary
-                raise ValueError(f"{_at(span)}no voice {style.voice!r} here (only {primary.name})")
-            try:
-                return self._voices.get(style.voice)
-            except ValueError as err:
-                raise ValueError(f"{_at(span)}{err}") from None
-        language = style.language or ""
-        voice = self._language_voice(language, primary)
+            voice = self._named_voice(style.voice, primary)
+            if voice is not None:
+                return voice
+            language = _NAME_LANGUAGE.match(style.voice)
+            return self._language_voice(language[1], primary) if language else None
+        if style.language is None:
+            return None
+        voice = self._language_voice(style.language, primary)
         if voice is None:
-            raise ValueError(f"{_at(span)}no voice for language {language!r}")
+            log.debug("%sno voice for language %r: read as text", _at(span), style.language)
         return voice
+
+    def _named_voice(self, name: str, primary: SpeechVoice) -> SpeechVoice | None:
+        if self._voices is None:
+            return primary if name in (primary.name, "default") else None
+        try:
+            return self._voices.get(name)
+        except ValueError:
+            return None
 
     def _language_voice(self, language: str, primary: SpeechVoice) -> SpeechVoice | None:
         if primary_language(primary.language) == primary_language(language):
@@ -239,8 +280,9 @@ class Router:
     def _reading_candidates(
         self, span: Span, reading: Reading, primary: SpeechVoice
     ) -> list[SpeechVoice | None]:
-        if span.style.voice is not None or span.style.language is not None:
-            return [self._forced_voice(span, primary)]
+        forced = self._forced_voice(span, primary)
+        if forced is not None:
+            return [forced]
         language = _READING_LANGUAGE[reading.alphabet]
         return [
             self._script_voice(span.text, primary),
@@ -257,10 +299,11 @@ class Router:
         try:
             if entry.scope is None and entry.reading is not None:
                 return bool(self._reading_voice(span, entry.reading, primary))
-            if span.style.voice is not None or span.style.language is not None:
-                voice = self._forced_voice(span, primary)
-            else:
-                voice = self._script_voice(span.text, primary) or primary
+            voice = (
+                self._forced_voice(span, primary)
+                or self._script_voice(span.text, primary)
+                or primary
+            )
         except ValueError:
             return False  # no voice for it: the entry does not apply (a forced one says so)
         if entry.reading is not None and voice.alphabet != entry.reading.alphabet:
@@ -354,7 +397,7 @@ def _normalized(spans: list[Span], language: str) -> tuple[str, list[Reading]]:
             raw.append(f" {without_private_use(say_as_text(span.say_as, span.text, language))} ")
         else:
             raw.append(without_private_use(span.text))
-    return normalize("".join(raw), language, placeholders=True), readings
+    return normalize("".join(raw), language, placeholders=True, units=True), readings
 
 
 def _check_readings(texts: list[str], group: _Group) -> None:
@@ -370,8 +413,10 @@ def _check_readings(texts: list[str], group: _Group) -> None:
 
 
 def _with_silence(chunk: Chunk, after: float) -> Chunk:
+    """The chunk with a break after it (its silence added to any there is)."""
     before, already = chunk.silence
-    return Chunk(chunk.text, chunk.voice, chunk.options, silence=(before, already + after))
+    breaks = (chunk.breaks[0], True)
+    return Chunk(chunk.text, chunk.voice, chunk.options, (before, already + after), breaks)
 
 
 def _written(spans: Document | list[Span]) -> str:

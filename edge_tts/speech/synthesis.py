@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from ..audio.dsp import Resampler, to_pcm16, trim_leading_silence
+from ..audio.dsp import Resampler, to_pcm16, trim_leading_silence, trim_trailing_silence
 from ..audio.pause_gate import PauseGate
 from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.windowed import FIRST_WINDOW_FRAMES
@@ -50,6 +50,7 @@ def render(
     audio: Iterable[np.ndarray] | None = None,
     *,
     silence: tuple[float, float] = (0.0, 0.0),
+    breaks: tuple[bool, bool] = (False, False),
 ) -> Iterator[np.ndarray]:
     """One normalized text chunk → int16 pieces at `rate` (default: the voice's).
 
@@ -58,11 +59,13 @@ def render(
     synthesized speech sound the same: the first chunk of an utterance loses its leading
     silence, pauses go through the pause gate (the quantized voice's noise floor), then
     resampling and int16 with the request's volume. `silence` is exact silence before
-    and after the speech, in seconds (SSML's breaks: the chunk's `silence`).
+    and after the speech, in seconds (SSML's breaks: the chunk's `silence`). Where a
+    break stands (`breaks`: before, after), it is the pause: the voice's own silence at
+    that end of the chunk is trimmed, so a 1 s break is 1 s between the words.
     """
     rate = rate or voice.sample_rate
     yield from _silence(silence[0], rate)
-    yield from _speech(voice, text, options, first, rate, audio)
+    yield from _speech(voice, text, options, (first, breaks), rate, audio)
     yield from _silence(silence[1], rate)
 
 
@@ -80,12 +83,17 @@ def _speech(
     voice: SpeechVoice,
     text: str,
     options: SpeechOptions,
-    first: bool,
+    place: tuple[bool, tuple[bool, bool]],
     rate: int,
     audio: Iterable[np.ndarray] | None,
 ) -> Iterator[np.ndarray]:
+    """`place`: whether the chunk is the utterance's first, and whether a break stands
+    before and after it."""
+    first, (break_before, break_after) = place
     pieces = voice_audio(voice, text, options, first) if audio is None else audio
-    opening = first
+    if break_after:
+        pieces = trim_trailing_silence(pieces, voice.sample_rate)
+    opening = first or break_before
     gate = PauseGate()
     resampler = Resampler(voice.sample_rate, rate)
     for piece in pieces:
@@ -99,7 +107,7 @@ def _speech(
     if rest.size:
         yield to_pcm16(rest, options.volume)
     pause = sentence_pause(voice, text, rate)
-    if pause.size:
+    if pause.size and not break_after:
         yield pause
 
 

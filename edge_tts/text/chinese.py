@@ -226,6 +226,12 @@ def _plain_number(match: re.Match[str]) -> str:
 
 
 _SYMBOLS: Final[tuple[Rule, ...]] = (
+    (re.compile(r" ?(?:<=|≤) ?"), "小于等于"),  # espeak-ng and the Baker voice say nothing
+    (re.compile(r" ?(?:>=|≥) ?"), "大于等于"),  # for < and >: "温度<5度" lost its meaning
+    (re.compile(r" ?(?:!=|<>|≠) ?"), "不等于"),
+    (re.compile(r" ?(?:->|=>|→) ?"), "到"),
+    (re.compile(r" ?< ?"), "小于"),
+    (re.compile(r" ?> ?"), "大于"),
     (re.compile(r" ?& ?"), "和"),
     (re.compile(r"(?<=\d) ?[xX×*] ?(?=\d)"), "乘"),
 )

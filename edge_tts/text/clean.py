@@ -141,6 +141,21 @@ def _collapse_punctuation(match: re.Match[str]) -> str:
     return marks[-1]
 
 
+# Joins the words of one normalized unit (a number, a date, an amount: "minus one
+# thousand two hundred") while the text is split, so no chunk ends inside one; a space
+# again in the chunks (split.split_chunks via frontend). Not whitespace to str.split().
+UNIT_JOINER: Final = "\u2060"  # WORD JOINER
+
+
+def joined(words: str) -> str:
+    """The words of one normalized unit, joined so no cut falls between them."""
+    return words.replace(" ", UNIT_JOINER)
+
+
+def unjoined(text: str) -> str:
+    return text.replace(UNIT_JOINER, " ")
+
+
 def tidy(text: str) -> str:
     """Collapse whitespace, drop spaces before punctuation and reduce punctuation runs."""
     text = " ".join(text.split())

@@ -25,6 +25,16 @@ SAY_AS_KINDS: Final = (
     "time",
     "telephone",
     "currency",
+    # the vendors' (say_as_words.py)
+    "verbatim",
+    "fraction",
+    "unit",
+    "address",
+    "name",
+    "duration",
+    "expletive",
+    "bleep",
+    "interjection",
 )
 
 
@@ -47,6 +57,7 @@ PLAIN: Final = Style()
 class SayAs:
     kind: str  # one of SAY_AS_KINDS
     format: str | None = None  # a date's field order: "mdy", "ymd", ...
+    detail: str | None = None  # W3C's detail: for a date "1"/"2" (see say_as.py)
 
 
 @dataclass(frozen=True)

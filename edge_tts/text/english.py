@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Final, NamedTuple
 
 from edge_tts.text import english_numbers as num
-from edge_tts.text.clean import tidy
+from edge_tts.text.clean import joined, tidy
 
 Replacement = str | Callable[[re.Match[str]], str]
 Rule = tuple[re.Pattern[str], Replacement]
@@ -512,6 +512,17 @@ def _cardinal(match: re.Match[str]) -> str:
 
 # --- symbols ------------------------------------------------------------------------------
 
+# Comparisons, arrows and the heart: espeak-ng says nothing for < and >, so "Temperature
+# < 5 degrees" lost its meaning. First, before "-" in "->" or "< -2" is read.
+_COMPARISONS: Final[tuple[Rule, ...]] = (
+    (re.compile(r" ?(?:->|=>|→) ?"), " to "),
+    (re.compile(r" ?(?:<=|≤) ?"), " less than or equal to "),
+    (re.compile(r" ?(?:>=|≥) ?"), " greater than or equal to "),
+    (re.compile(r" ?(?:!=|<>|≠) ?"), " not equal to "),
+    (re.compile(r"(?:(?<=\s)|^)<3+(?=$|[\s.,!?)])"), "heart"),  # "I <3 you"; "x<3" compares
+    (re.compile(r" ?< ?"), " less than "),
+    (re.compile(r" ?> ?"), " greater than "),
+)
 # Signs in front of a number, read before the number rules see it.
 _NUMBER_SIGNS: Final[tuple[Rule, ...]] = (
     (re.compile(r"(?<![\w+])\+(?=\d)"), "plus "),
@@ -529,35 +540,42 @@ _JOINING_SYMBOLS: Final[tuple[Rule, ...]] = (
 _LETTER_DIGIT: Final = re.compile(r"(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])")
 
 
+def _unit(read: Callable[[re.Match[str]], str]) -> Callable[[re.Match[str]], str]:
+    """A rule that reads one unit (a number, a date, an amount): its words joined, so no
+    chunk is cut inside it ("minus one | thousand two hundred")."""
+    return lambda match: joined(read(match))
+
+
 _RULES: Final[tuple[Rule, ...]] = (
     *(_short_form_rule(*row) for row in _SHORT_FORMS),
     (_TITLE, _title),
     (_NAME_OR_STREET_RE, _name_or_street),
     (_SUFFIX, _suffix),
     (_NUMBER_ABBREVIATION, _number_abbreviation),
+    *_COMPARISONS,
     *_NUMBER_SIGNS,
-    (_ISO_DATE, _iso_date),
-    (_SLASH_DATE, _slash_date),
-    (_MONTH_DAY, _month_day),
-    (_DAY_MONTH, _day_month),
-    (_MONTH_YEAR, _month_year),
-    (_CLOCK_AMPM, _clock_ampm),
-    (_HOUR_AMPM, _hour_ampm),
-    (_CLOCK, _clock),
-    (_DOTTED, _dotted),
-    (_PHONE, _phone),
-    (_MONEY, _money),
-    (_MONEY_AFTER, _money),
-    (_ORDINAL, _ordinal),
-    (_DECADE, _decade),
-    (_FRACTION, _fraction),
-    (_MEASURE, _measure),
-    (_AMPS, _amps),
+    (_ISO_DATE, _unit(_iso_date)),
+    (_SLASH_DATE, _unit(_slash_date)),
+    (_MONTH_DAY, _unit(_month_day)),
+    (_DAY_MONTH, _unit(_day_month)),
+    (_MONTH_YEAR, _unit(_month_year)),
+    (_CLOCK_AMPM, _unit(_clock_ampm)),
+    (_HOUR_AMPM, _unit(_hour_ampm)),
+    (_CLOCK, _unit(_clock)),
+    (_DOTTED, _unit(_dotted)),
+    (_PHONE, _unit(_phone)),
+    (_MONEY, _unit(_money)),
+    (_MONEY_AFTER, _unit(_money)),
+    (_ORDINAL, _unit(_ordinal)),
+    (_DECADE, _unit(_decade)),
+    (_FRACTION, _unit(_fraction)),
+    (_MEASURE, _unit(_measure)),
+    (_AMPS, _unit(_amps)),
     (_RANGE, _range),
     (_NUMBER_SLASH, " "),
     *_JOINING_SYMBOLS,
     (_LETTER_DIGIT, " "),
-    (re.compile(_SIGNED), _cardinal),
+    (re.compile(_SIGNED), _unit(_cardinal)),
 )
 
 

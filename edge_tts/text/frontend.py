@@ -3,7 +3,7 @@
 import re
 from typing import Final
 
-from edge_tts.text.clean import clean, is_speakable, tidy
+from edge_tts.text.clean import clean, is_speakable, tidy, unjoined
 from edge_tts.text.languages import chunk_limit, expander_for
 from edge_tts.text.scripts import check_scripts
 from edge_tts.text.split import split_long, split_sentences
@@ -26,17 +26,22 @@ def _ellipses_to_pauses(text: str) -> str:
     return tidy(_ELLIPSIS.sub(", ", text))
 
 
-def normalize(text: str, language: str = "en", *, placeholders: bool = False) -> str:
+def normalize(
+    text: str, language: str = "en", *, placeholders: bool = False, units: bool = False
+) -> str:
     """Clean text and expand numbers, units, dates and abbreviations for the language.
 
     Returns "" for text with nothing in it; never raises for odd input. `placeholders`:
-    keep the router's placeholders for readings (clean()).
+    keep the router's placeholders for readings (clean()). `units`: keep the words of
+    each normalized unit joined (clean.UNIT_JOINER), for `split_chunks`, which never cuts
+    between them.
     """
     text = clean(text, placeholders=placeholders)
     expand = expander_for(language)
     if expand is not None:
         text = expand(text)
-    return _ellipses_to_pauses(text)
+    text = _ellipses_to_pauses(text)
+    return text if units else unjoined(text)
 
 
 def _check_limits(max_chunk_chars: int, first_chunk_chars: int) -> None:
@@ -81,7 +86,7 @@ def prepare(
     ValueError for bad limits.
     """
     return split_chunks(
-        normalize(text, language),
+        normalize(text, language, units=True),
         language,
         max_chunk_chars=max_chunk_chars,
         first_chunk_chars=first_chunk_chars,
@@ -117,4 +122,5 @@ def split_chunks(
         ]
     )
     # Punctuation-only pieces are dropped: they carry no speech, only a pause.
-    return _speakable(_shorten_first(chunks, first_chunk_chars, max_chunk_chars))
+    chunks = _shorten_first(chunks, first_chunk_chars, max_chunk_chars)
+    return _speakable([unjoined(chunk).strip() for chunk in chunks])

@@ -19,6 +19,7 @@ case ("nguyen" matches "Nguyen"); one with a capital matches only as written.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -28,6 +29,8 @@ from typing import Final
 from .document import Document, Piece, Span
 from .readings import Reading, reading
 from .scripts import script_of
+
+log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES: Final = 2 * 1024 * 1024  # a lexicon file larger than this is refused
 _UNSPACED: Final = frozenset({"CJK", "HIRAGANA", "KATAKANA", "THAI"})  # no word boundaries
@@ -99,12 +102,31 @@ def load(inline: Iterable[str], file: Path | None) -> list[Entry]:
         if (entry := parse_entry(line, f"text.lexicon item {n}")) is not None
     ]
     if file is not None:
-        entries.extend(parse_lines(_read(file).splitlines(), str(file)))
+        entries.extend(parse_lines(read_file(file).splitlines(), str(file)))
+    for warning in duplicates(entries):
+        log.warning("%s", warning)
     kept = {(entry.key, entry.scope): entry for entry in entries}
     return list(kept.values())
 
 
-def _read(file: Path) -> str:
+def duplicates(entries: Iterable[Entry]) -> list[str]:
+    """A warning for each entry an entry after it replaces (the same phrase and scope):
+    legal (a file may override the inline entries), but in one file most often a
+    mistake the author does not see."""
+    seen: dict[tuple[str, str | None], Entry] = {}
+    warnings = []
+    for entry in entries:
+        earlier = seen.get((entry.key, entry.scope))
+        if earlier is not None:
+            warnings.append(
+                f"{earlier.where}: {earlier.phrase!r} is given again at {entry.where}, which wins"
+            )
+        seen[(entry.key, entry.scope)] = entry
+    return warnings
+
+
+def read_file(file: Path) -> str:
+    """A lexicon file's text; LexiconError when it cannot be read or is not UTF-8."""
     try:
         with file.open("rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
@@ -113,7 +135,7 @@ def _read(file: Path) -> str:
     if len(data) > MAX_FILE_BYTES:
         raise LexiconError(f"the lexicon {file} is larger than {MAX_FILE_BYTES // 1024} KiB")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a BOM (Windows' editors write one) is no text
     except UnicodeDecodeError as err:
         raise LexiconError(f"the lexicon {file} is not UTF-8 (byte {err.start})") from None
 

@@ -66,7 +66,9 @@ def reading(alphabet: str, phonemes: str) -> Reading:
     if _NOT_PHONEME.search(phonemes):
         raise ValueError("holds control or private-use characters")
     if alphabet == "ipa":
-        return Reading("ipa", phonemes)
+        # A tie bar (t͡ʃ, d͡ʒ) joins two symbols; espeak-ng's IPA, which the voices read,
+        # writes the pair without one.
+        return Reading("ipa", phonemes.replace("\u0361", "").replace("\u035c", ""))
     phonemes = phonemes.lower()
     wrong = [s for s in phonemes.split() if not _PINYIN.fullmatch(s.replace("v", "ü"))]
     if wrong:

@@ -17,11 +17,13 @@ from typing import Final
 
 from . import chinese_numbers as zh_num
 from . import english_numbers as en_num
+from . import say_as_words as words
 from .document import SayAs
 from .english import MONTHS
 from .languages import primary_language
 
 DATE_FORMATS: Final = ("mdy", "dmy", "ymd", "ydm", "md", "dm", "ym", "my", "y", "m", "d")
+TIME_FORMATS: Final = ("hms12", "hms24")  # Azure's and Google's: a 12- or 24-hour reading
 _LEAP_YEAR: Final = 2000  # a day and month without a year may be the 29th of February
 
 _NUMBER: Final = re.compile(r"(?P<sign>[+-])?(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<frac>\d+))?")
@@ -44,9 +46,11 @@ _CURRENCY: Final = re.compile(
 
 
 def check(say_as: SayAs, text: str) -> None:
-    """Raise ValueError saying why `text` cannot be read as `say_as` says."""
-    if say_as.format is not None and say_as.kind != "date":
-        raise ValueError(f'format is only for interpret-as="date", not {say_as.kind!r}')
+    """Raise ValueError saying why `text` cannot be read as `say_as` says. A format is
+    read for a date, a time and a duration; on another kind (Google's telephone country
+    code, a cardinal's) it chooses nothing and is ignored, as the W3C leaves it."""
+    if say_as.kind == "time" and say_as.format is not None and say_as.format not in TIME_FORMATS:
+        raise ValueError(f"time format {say_as.format!r} is not one of {', '.join(TIME_FORMATS)}")
     _READERS[say_as.kind][0](say_as, text.strip())
 
 
@@ -125,10 +129,14 @@ def _ordinal_zh(say_as: SayAs, text: str) -> str:
 def _date_fields(say_as: SayAs, text: str) -> dict[str, int]:
     """{"y": 2026, "m": 12, "d": 1} from the text in the format given (else guessed: a
     four-digit field first is a year, then month and day; else month, day, year)."""
+    order, widths = _date_format(say_as.format)
+    if widths and text.isdigit() and len(text) == sum(widths):  # "20261201", "yyyymmdd"
+        starts = [sum(widths[:i]) for i in range(len(widths))]
+        text = " ".join(text[s : s + w] for s, w in zip(starts, widths, strict=True))
     if not _DATE.fullmatch(text):
         raise ValueError(f"{text[:40]!r} is not a date of digits (e.g. 2026-12-01)")
     values = _DATE_FIELD.findall(text)
-    order = say_as.format or _default_order(values)
+    order = order or _default_order(values)
     if order not in DATE_FORMATS:
         raise ValueError(f"date format {order!r} is not one of {', '.join(DATE_FORMATS)}")
     if len(order) != len(values):
@@ -136,6 +144,18 @@ def _date_fields(say_as: SayAs, text: str) -> dict[str, int]:
     fields = {name: int(value) for name, value in zip(order, values, strict=True)}
     _check_date(fields, text)
     return fields
+
+
+def _date_format(given: str | None) -> tuple[str | None, list[int]]:
+    """The field order of a format, and its fields' widths when it spells them: Google's
+    "yyyymmdd" and "dd-mm-yyyy" are "ymd" and "dmy" (widths 4, 2, 2 and 2, 2, 4)."""
+    if given is None:
+        return None, []
+    runs = re.findall(r"y+|m+|d+", given.lower())
+    if not runs or "".join(runs) != re.sub(r"[^ymd]", "", given.lower()):
+        return given, []  # refused below, with the formats we read
+    spelled = any(len(run) > 1 for run in runs)
+    return "".join(run[0] for run in runs), [len(run) for run in runs] if spelled else []
 
 
 def _default_order(values: list[str]) -> str:
@@ -200,16 +220,20 @@ def _check_time(say_as: SayAs, text: str) -> None:
 
 def _time_en(say_as: SayAs, text: str) -> str:
     match = _time(text)
-    ampm = f" {match['ampm'].upper()}M" if match["ampm"] else ""
+    hour, ampm = int(match["h"]), f" {match['ampm'].upper()}M" if match["ampm"] else ""
+    if say_as.format == "hms12" and not ampm:  # 14:30 read "two thirty PM"
+        hour, ampm = (hour % 12 or 12), (" PM" if hour >= 12 else " AM")
     seconds = f":{match['s']}" if match["s"] else ""
-    return f"{int(match['h'])}:{match['m']}{seconds}{ampm}"  # the normalizer reads clocks
+    return f"{hour}:{match['m']}{seconds}{ampm}"  # the normalizer reads clocks
 
 
 def _time_zh(say_as: SayAs, text: str) -> str:
     match = _time(text)
-    seconds = f":{match['s']}" if match["s"] else ""
+    hour, seconds = int(match["h"]), f":{match['s']}" if match["s"] else ""
     prefix = {"a": "上午", "p": "下午"}.get((match["ampm"] or "").lower(), "")
-    return f"{prefix}{int(match['h'])}:{match['m']}{seconds}"
+    if say_as.format == "hms12" and not prefix:
+        hour, prefix = (hour % 12 or 12), ("下午" if hour >= 12 else "上午")
+    return f"{prefix}{hour}:{match['m']}{seconds}"
 
 
 # --- telephone and money --------------------------------------------------------------------
@@ -285,4 +309,13 @@ _READERS: Final[dict[str, tuple[Checker, Reader, Reader]]] = {
     "time": (_check_time, _time_en, _time_zh),
     "telephone": (_check_phone, _phone_en, _phone_zh),
     "currency": (_check_currency, _currency_en, _currency_zh),
+    "verbatim": (_any, _characters_en, _characters_zh),  # Google's spell-out
+    "fraction": (words.check_fraction, words.fraction_en, words.fraction_zh),
+    "unit": (words.check_unit, words.unit, words.unit),
+    "address": (words.check_any, words.address_en, words.as_written),
+    "name": (words.check_any, words.as_written, words.as_written),
+    "duration": (words.check_duration, words.duration_en, words.duration_zh),
+    "expletive": (words.check_any, words.expletive_en, words.expletive_zh),
+    "bleep": (words.check_any, words.expletive_en, words.expletive_zh),  # Google's name
+    "interjection": (words.check_any, words.as_written, words.as_written),
 }

@@ -205,7 +205,9 @@ def _pack(pieces: list[str], max_chars: int) -> list[str]:
     return _greedy(pieces, low)
 
 
-# Where a word with no spaces in it may be cut: after these marks, else anywhere.
+# Where a word with no spaces in it may be cut: between the words of a unit (clean.
+# UNIT_JOINER: a number longer than a whole chunk), else after these marks, else anywhere.
+_UNIT_BREAK: Final = re.compile("\u2060")
 _IN_WORD_BREAK: Final = re.compile(r"[-:/_.,;!?·、，。；：！？]")
 
 
@@ -214,7 +216,9 @@ def _cut_word(word: str, max_chars: int) -> list[str]:
     second half of the limit, else at the limit, never before a combining mark."""
     pieces: list[str] = []
     while len(word) > max_chars:
-        marks = [m.end() for m in _IN_WORD_BREAK.finditer(word, max_chars // 2, max_chars)]
+        marks = [m.end() for m in _UNIT_BREAK.finditer(word, max_chars // 2, max_chars)] or [
+            m.end() for m in _IN_WORD_BREAK.finditer(word, max_chars // 2, max_chars)
+        ]
         cut = marks[-1] if marks else max_chars
         while cut > 1 and unicodedata.combining(word[cut]):
             cut -= 1
