@@ -121,7 +121,8 @@ class OurEngine:
         """A request's path (speech/direct.py: the router's chunks, each rendered as a
         worker renders it), with the first chunk's short window optional: its voice audio
         made with or without it, then rendered as the first chunk either way."""
-        from edge_tts.speech.synthesis import render, voice_audio
+        from edge_tts.speech.synthesis import render
+        from edge_tts.voice.chunk_audio import voice_audio
 
         for index, chunk in enumerate(self.router.plan(text, self._voice, self.options)):
             first = index == 0

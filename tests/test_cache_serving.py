@@ -19,9 +19,7 @@ import pytest
 
 from edge_tts.cache import serving
 from edge_tts.cache.key import ChunkInput, ChunkKey
-from edge_tts.cache.prerender import Prerenderer
 from edge_tts.cache.store import CacheStore
-from edge_tts.cache.wiring import load_phrases
 from edge_tts.config import (
     ConfigError,
     QueueSettings,
@@ -30,11 +28,13 @@ from edge_tts.config import (
     default_settings,
     settings_from_mapping,
 )
-from edge_tts.daemon.telemetry import Telemetry
+from edge_tts.core.telemetry import Telemetry
 from edge_tts.messages.parse import parse_say
 from edge_tts.messages.request import BadRequest, Envelope, SayRequest
+from edge_tts.speech.cache_service import load_phrases
 from edge_tts.speech.jobs import Job, StepTask
 from edge_tts.speech.pipeline import Pipeline
+from edge_tts.speech.prerender import Prerenderer
 from edge_tts.speech.routing import Router
 from edge_tts.speech.schedule import Schedule, TaskClass
 from edge_tts.speech.synthesis import render

@@ -16,6 +16,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent / "edge_tts"
 PACKAGE = "edge_tts"
 
@@ -232,37 +234,80 @@ def test_contracts_import_no_implementation() -> None:
         assert graph[contract] & implementations == set(), contract
 
 
-# What the voices and the text front-end are must not depend on who asks for speech: they
-# import none of the engine, the doors or the daemon (directly; a CLI may import both).
-LOWER_LAYERS = ("voice", "text", "audio", "state")
-UPPER_LAYERS = ("speech", "mqtt", "wyoming", "homeassistant", "messages", "daemon", "cache")
+# The packages in layers, lowest first, stated once: a package imports only packages of a
+# lower rank (the layer below is all it may know), never one of its own rank or above, so
+# there is no cycle between packages. The ground floor is the shared plumbing; the engine
+# and the cache know no door and no daemon; no door knows another (Home Assistant rides
+# on the MQTT door); the daemon and the commands wire everything.
+RANKS: dict[str, int] = {
+    "core": 0,  # telemetry's registry, the parts' lifecycle, a loop server, the program
+    "state": 0,
+    "config": 1,
+    "text": 1,
+    "audio": 2,
+    "voice": 2,
+    "messages": 2,
+    "cache": 3,
+    "voicebuild": 3,  # offline tooling, below the commands that run it
+    "speech": 4,  # the engine
+    "mqtt": 5,  # the doors
+    "wyoming": 5,
+    "http": 5,
+    "homeassistant": 5,
+    "daemon": 6,
+    "tune": 6,
+    "cli": 7,
+}
+SIDEWAYS = {("homeassistant", "mqtt")}  # HA's discovery and controls are MQTT messages
 
 
-def test_voices_and_text_do_not_import_the_engine_or_its_doors() -> None:
-    graph = import_graph()
-    leaks = sorted(
-        f"{module} -> {target}"
-        for module, targets in graph.items()
-        if any(_in(module, f"{PACKAGE}.{low}") for low in LOWER_LAYERS)
+def package_graph() -> dict[str, set[str]]:
+    """Which of our packages each package imports (any module of it, any import)."""
+    graph: dict[str, set[str]] = {}
+    for module, targets in import_graph().items():
+        parts = module.split(".")
+        if len(parts) < 3 and not (ROOT / parts[-1]).is_dir():
+            continue  # edge_tts/__init__.py, __main__.py: the entry points
+        package = parts[1]
+        graph.setdefault(package, set()).update(
+            target.split(".")[1] for target in targets if len(target.split(".")) > 1
+        )
+        graph[package].discard(package)
+    return graph
+
+
+def test_every_package_has_a_rank() -> None:
+    packages = {p.parent.name for p in ROOT.glob("*/__init__.py")}
+    assert packages == set(RANKS)
+
+
+def test_packages_import_only_lower_layers() -> None:
+    graph = package_graph()
+    assert "core" in graph["speech"] and "speech" in graph["http"]  # the graph sees them
+    wrong = sorted(
+        f"{package} ({RANKS[package]}) imports {target} ({RANKS[target]})"
+        for package, targets in graph.items()
         for target in targets
-        if any(_in(target, f"{PACKAGE}.{up}") for up in UPPER_LAYERS)
+        if RANKS[target] >= RANKS[package] and (package, target) not in SIDEWAYS
     )
-    assert leaks == []
+    assert wrong == [], "imports against the layers:\n" + "\n".join(wrong)
 
 
-def readme_map() -> str:
-    """The README's map of the package: its code block that starts with `edge_tts/`."""
-    readme = (ROOT.parent / "README.md").read_text(encoding="utf-8")
-    start = readme.index("```\nedge_tts/\n") + 4
-    return readme[start : readme.index("```", start)]
+def code_map(doc: str) -> str:
+    """A map of the package: the code block of `doc` (README.md, docs/*.md) that starts
+    with `edge_tts/`."""
+    text = (ROOT.parent / doc).read_text(encoding="utf-8")
+    start = text.index("```\nedge_tts/\n") + 4
+    return text[start : text.index("```", start)]
 
 
-def test_the_readme_map_names_every_package_and_only_modules_there_are() -> None:
-    """A newcomer reads the map before the code: it must be the tree as it is."""
-    lines = readme_map().splitlines()
+@pytest.mark.parametrize("doc", ["README.md", "docs/development.md"])
+def test_the_package_maps_name_every_package_and_only_modules_there_are(doc: str) -> None:
+    """A newcomer reads the maps before the code: they must be the tree as it is."""
+    lines = code_map(doc).splitlines()
     mapped = {m.group(1) for line in lines if (m := re.match(r"  (\w+)/ ", line))}
     packages = {p.parent.name for p in ROOT.glob("*/__init__.py")}
     assert mapped == packages
     files = {p.name for p in ROOT.rglob("*.py")}
-    named = set(re.findall(r"\b(\w+\.py)\b", readme_map()))
+    named = set(re.findall(r"\b(\w+\.py)\b", code_map(doc)))
     assert sorted(named - files) == []

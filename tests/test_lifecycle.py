@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from edge_tts.daemon.lifecycle import Part, Parts
+from edge_tts.core.lifecycle import Part, Parts
 
 
 class Log:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from edge_tts.config import QueueSettings, SynthesisSettings
-from edge_tts.daemon.telemetry import Telemetry
+from edge_tts.core.telemetry import Telemetry
 from edge_tts.messages.parse import parse_say
 from edge_tts.messages.request import Envelope, SayRequest
 from edge_tts.speech.dedupe import PlayedStore

@@ -14,8 +14,8 @@ from edge_tts.config import settings_from_mapping
 from edge_tts.homeassistant.volume import VolumeStore, parse_volume
 from edge_tts.speech.dedupe import MAX_KEY_CHARS, PlayedStore
 from edge_tts.state import read as state_file
-from edge_tts.tune import record
 from edge_tts.voice import builds
+from edge_tts.voice import tune_record as record
 
 DEEP = "[" * 100_000 + "]" * 100_000
 

@@ -12,9 +12,8 @@ import numpy as np
 import psutil
 import pytest
 
-from edge_tts.daemon import telemetry
-from edge_tts.daemon.periodic import Duty, Tick
-from edge_tts.daemon.telemetry import (
+from edge_tts.core import telemetry
+from edge_tts.core.telemetry import (
     DOORS,
     METRICS,
     Telemetry,
@@ -22,6 +21,7 @@ from edge_tts.daemon.telemetry import (
     Window,
     process_stats,
 )
+from edge_tts.daemon.periodic import Duty, Tick
 
 
 @pytest.mark.parametrize(

@@ -14,13 +14,13 @@ import pytest
 import yaml
 
 from edge_tts.config import settings_from_mapping
-from edge_tts.tune import record
-from edge_tts.tune.machine import cpu_facts, fingerprint
 from edge_tts.tune.measure import Gate, Measured, Timing
 from edge_tts.tune.run import pick, thread_counts
 from edge_tts.voice import builds, files
+from edge_tts.voice import tune_record as record
 from edge_tts.voice.builds import Build, BuildError, candidates, pinned_build
 from edge_tts.voice.integrity import sha256_hex
+from edge_tts.voice.machine import cpu_facts, fingerprint
 
 from .conftest import run_cli
 from .support.broker import Broker, Recorder

@@ -32,7 +32,7 @@ from wyoming.tts import (
 
 from edge_tts.audio.dsp import ms_to_frames
 from edge_tts.config import AudioSettings, Settings, SynthesisSettings, WyomingSettings
-from edge_tts.daemon.telemetry import Telemetry
+from edge_tts.core.telemetry import Telemetry
 from edge_tts.messages.request import Priority, SayRequest
 from edge_tts.speech.jobs import Job, StepTask
 from edge_tts.speech.pipeline import Pipeline

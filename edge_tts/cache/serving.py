@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..daemon.telemetry import Telemetry
-from ..speech.synthesis import voice_audio
+from ..core.telemetry import Telemetry
 from ..voice.base import SpeechOptions, SpeechVoice
+from ..voice.chunk_audio import voice_audio
 from ..voice.windowed import FIRST_WINDOW_FRAMES
 from .key import ChunkInput, ChunkKey
 from .phrase_voice import best_build_sha256

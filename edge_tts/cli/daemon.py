@@ -150,7 +150,7 @@ def _report_state_files(settings: Any) -> None:
     from ..homeassistant.volume import problem as volume_problem
     from ..speech.dedupe import FILE_NAME as PLAYED_FILE
     from ..speech.dedupe import problem as played_problem
-    from ..tune import record
+    from ..voice import tune_record as record
 
     state = settings.resolved_state_dir()
     found = {

@@ -90,7 +90,7 @@ def _defaults(args: argparse.Namespace) -> Any:
 
 
 def _show(settings: Any, as_json: bool) -> int:
-    from ..tune import record
+    from ..voice import tune_record as record
 
     found = record.load(settings)
     if found is None:

@@ -15,14 +15,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..audio.sinks import open_output
-from ..cache.wiring import CacheService
 from ..config import ConfigError, Settings, TextSettings
+from ..core.lifecycle import Part, Parts, nothing
+from ..core.telemetry import Telemetry, TelemetryPublisher
 from ..homeassistant.controls import Controls, optional_subscriptions
 from ..http.tracker import RequestTracker
 from ..messages.topics import Topics
 from ..mqtt.intake import Intake
 from ..mqtt.link import Inbound, MqttLink
 from ..mqtt.reporter import MqttReporter
+from ..speech.cache_service import CacheService
 from ..speech.dedupe import FILE_NAME as PLAYED_FILE
 from ..speech.dedupe import PlayedStore
 from ..speech.keepwarm import KeepWarm
@@ -40,11 +42,9 @@ from ..voice.integrity import ModelIntegrityError
 from ..voice.registry import Voices
 from ..voice.voice_dir import VoiceDirError
 from ..wyoming import WyomingServer
-from .lifecycle import Part, Parts, nothing
 from .notify import HealthTick, Notifier
 from .periodic import Duty, Tick
 from .status import DaemonStatus
-from .telemetry import Telemetry, TelemetryPublisher
 
 if TYPE_CHECKING:
     from ..http.door import HttpServer

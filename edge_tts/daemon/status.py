@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..audio.output import AudioOutput
-from ..cache.wiring import CacheService
+from ..core.telemetry import Telemetry
 from ..messages.events import event
 from ..messages.topics import Topics
 from ..mqtt.link import MqttLink
+from ..speech.cache_service import CacheService
 from ..speech.dedupe import PlayedStore
 from ..speech.pipeline import Pipeline
 from ..voice.registry import Voices
 from ..wyoming import WyomingServer
-from .telemetry import Telemetry
 
 if TYPE_CHECKING:
     from ..http.door import HttpServer

@@ -1,4 +1,4 @@
-"""The HTTP server: one part of the daemon (daemon/lifecycle.py), on `http.uri`.
+"""The HTTP server: one part of the daemon (core/lifecycle.py), on `http.uri`.
 
 An asyncio loop in the thread `http` serves the application (routes.py) with aiohttp;
 synthesis runs on the pipeline's workers as a remote response, below local playback
@@ -15,7 +15,7 @@ the body (`client_max_size`, from `queue.max_text_chars`, and `read_timeout` in
 fields.py), and a client that takes none of its audio (`write_timeout`).
 
 An address that cannot be bound degrades the daemon (its status says so) and is tried
-again (daemon/loop_server.py); everything else goes on.
+again (core/loop_server.py); everything else goes on.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from urllib.parse import urlparse
 from aiohttp import web
 
 from ..config import ConfigError, Settings
-from ..daemon.loop_server import STOP_TIMEOUT_S, LoopServer, remove_socket
-from ..daemon.telemetry import Telemetry
+from ..core.loop_server import STOP_TIMEOUT_S, LoopServer, remove_socket
+from ..core.telemetry import Telemetry
 from ..speech.jobs import Job
 from ..speech.responses import Responses
 from ..voice.registry import Voices

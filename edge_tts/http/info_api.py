@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from ..core.program import PROGRAM, program_version
 from ..voice.base import SpeechVoice
-from ..wyoming.info import PROGRAM, program_version
 from .shared import DOOR
 
 

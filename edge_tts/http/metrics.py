@@ -22,7 +22,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from ..daemon.telemetry import Telemetry, soc_temperature
+from ..core.telemetry import Telemetry, soc_temperature
 
 PREFIX = "edge_tts"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

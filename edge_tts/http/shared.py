@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from ..config import HttpSettings, QueueSettings
-from ..daemon.telemetry import Telemetry
+from ..core.telemetry import Telemetry
 from ..speech.jobs import Job
 from ..speech.responses import Responses
 from ..voice.registry import Voices

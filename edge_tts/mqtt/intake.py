@@ -8,7 +8,7 @@ import logging
 from dataclasses import dataclass
 
 from ..config import Settings
-from ..daemon.telemetry import Telemetry
+from ..core.telemetry import Telemetry
 from ..messages.parse import hermes_site, parse_hermes, parse_say
 from ..messages.request import BadRequest, Envelope, SayRequest
 from ..messages.topics import Topics

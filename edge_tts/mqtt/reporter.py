@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from ..daemon.telemetry import Telemetry
+from ..core.telemetry import Telemetry
 from ..messages.events import FINAL_KINDS, EventKind, event, hermes_error, hermes_finished
 from ..messages.parse import payload_id
 from ..messages.topics import Topics, valid_response_topic

@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 
 from ..voice.base import SpeechOptions, SpeechVoice
+from ..voice.chunk_audio import voice_audio
 from ..voice.registry import Voices
 from .jobs import StepTask
-from .synthesis import voice_audio
 
 _LOGGER = logging.getLogger(__name__)
 

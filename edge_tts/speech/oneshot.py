@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from ..audio.output import AudioOutput
 from ..config import QueueSettings, SynthesisSettings
-from ..daemon.lifecycle import Part, Parts, nothing
-from ..daemon.telemetry import Telemetry
+from ..core.lifecycle import Part, Parts, nothing
+from ..core.telemetry import Telemetry
 from ..messages.events import FinalKind
 from ..messages.request import SayRequest
 from ..text.document import Document

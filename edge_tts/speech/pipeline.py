@@ -16,7 +16,7 @@ import time
 from ..audio.output import AudioOutput
 from ..cache.serving import ChunkAudio, PhraseCache, cached_audio
 from ..config import QueueSettings, SynthesisSettings
-from ..daemon.telemetry import Telemetry
+from ..core.telemetry import Telemetry
 from ..text import EmptyTextError
 from .jobs import Chunk, Concluding, Job, PlanTask, Played, Reporter, StepTask
 from .playback import Playback, report_safely

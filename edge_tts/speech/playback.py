@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..audio.output import AudioOutput, AudioUnavailableError, Utterance
-from ..daemon.telemetry import Telemetry
+from ..core.telemetry import Telemetry
 from ..voice.model import release_free_memory
 from .jobs import Chunk, Concluding, Job, Played
 from .schedule import Schedule

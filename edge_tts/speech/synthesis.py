@@ -13,32 +13,11 @@ import numpy as np
 from ..audio.dsp import Resampler, to_pcm16, trim_leading_silence, trim_trailing_silence
 from ..audio.pause_gate import PauseGate
 from ..voice.base import SpeechOptions, SpeechVoice
-from ..voice.windowed import FIRST_WINDOW_FRAMES
+from ..voice.chunk_audio import voice_audio
 
 SENTENCE_ENDS = (".", "!", "?", ";")  # after clean(): 。！？； are these
 CLAUSE_ENDS = (",", ":")  # after clean(): ，、： are these
 _SILENCE_PIECE = 8192  # samples: 0.37 s at 22.05 kHz
-
-
-def voice_audio(
-    voice: SpeechVoice,
-    text: str,
-    options: SpeechOptions,
-    first: bool,
-    ids: list[list[int]] | None = None,
-) -> Iterator[np.ndarray]:
-    """One normalized text chunk → the voice's own float32 pieces at its rate, before any
-    post-processing: what the phrase cache keeps. `ids`: the chunk's, when known already.
-
-    The first chunk of an utterance starts with a short decoder window: it is about how
-    soon the listener hears something.
-    """
-    params = options.params()
-    opening = first
-    for sequence in voice.ids(text) if ids is None else ids:
-        for audio in voice.stream(sequence, params, FIRST_WINDOW_FRAMES if opening else None):
-            opening = False
-            yield audio
 
 
 def render(

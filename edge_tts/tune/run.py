@@ -21,10 +21,11 @@ from ..config import Settings, VoiceSettings
 from ..text import prepare
 from ..text.languages import primary_language
 from ..voice import files
+from ..voice import tune_record as record
 from ..voice.builds import Build, candidates, configured_build
+from ..voice.machine import fingerprint, same_machine
 from ..voice.model import Voice
-from . import DEFAULT_BUDGET_S, record
-from .machine import fingerprint, same_machine
+from . import DEFAULT_BUDGET_S
 from .measure import Gate, Measured, measure
 from .quantized import build_schemes
 

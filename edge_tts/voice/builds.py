@@ -10,7 +10,7 @@ code), a file pinned by the config, or a build whose manifest pins it and names 
 original. A two-stage voice has one build, the one imported.
 
 The daemon loads the build `voices.<name>.build` pins, else the one `edge-ttsd tune`
-recorded (tune/record.py) while the record still holds (same CPU and onnxruntime, the
+recorded (voice/tune_record.py) while the record still holds (same CPU and onnxruntime, the
 configured file and the chosen build unchanged), else the configured file. Phrases are
 rendered ahead with the FP32 original when the voice is an INT8 build of the packaged
 voice: it sounds better (docs/quantization.md), and while the device is idle its speed
@@ -26,12 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from ..config import AUTO_BUILD, Settings, VoiceSettings
-from ..tune import record as tune_record
-from ..tune.machine import fingerprint, same_machine
-from . import files, voice_dir
+from . import files, tune_record, voice_dir
 from .build_manifest import MANIFEST_SUFFIX, readable_manifest
 from .files import FP32, IMPORTED, scheme_of, source_sha256
 from .integrity import manifest_digest, sha256_hex
+from .machine import fingerprint, same_machine
 
 
 @dataclass(frozen=True)

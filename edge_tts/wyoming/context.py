@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from wyoming.event import Event
 
-from ..daemon.telemetry import Telemetry
+from ..core.telemetry import Telemetry
 from ..speech.responses import Responses
 
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from importlib import metadata
-
 from wyoming.event import Event
 from wyoming.info import Attribution, Info, TtsProgram, TtsVoice, TtsVoiceSpeaker
 
+from ..core.program import PROGRAM, program_version
 from ..voice.base import SpeechVoice
 from ..voice.registry import Voices
 
-PROGRAM = "edge-tts-daemon"
 _ATTRIBUTION = Attribution(name=PROGRAM, url="")  # not published anywhere to link to
 # Home Assistant's pipelines name Chinese with a region (zh-cn, zh-tw, zh-hk); the Baker
 # corpus our Mandarin voice comes from is Mainland Mandarin.
@@ -62,10 +60,3 @@ def _voice(name: str, voice: SpeechVoice) -> TtsVoice:
         languages=[wyoming_language(voice.language)],
         speakers=speakers or None,
     )
-
-
-def program_version() -> str | None:
-    try:
-        return metadata.version(PROGRAM)
-    except metadata.PackageNotFoundError:  # run from a source tree without installing
-        return None

@@ -9,7 +9,7 @@ any data length a client announces and it has no limit on connections and no idl
 timeout.
 
 An address that cannot be bound (the port is taken) degrades the daemon, which says so
-in its status and telemetry and tries again (daemon/loop_server.py); MQTT requests are
+in its status and telemetry and tries again (core/loop_server.py); MQTT requests are
 spoken all the same.
 """
 
@@ -21,8 +21,8 @@ from collections.abc import Awaitable, Callable
 from urllib.parse import urlparse
 
 from ..config import Settings
-from ..daemon.loop_server import LoopServer, remove_socket
-from ..daemon.telemetry import Telemetry
+from ..core.loop_server import LoopServer, remove_socket
+from ..core.telemetry import Telemetry
 from ..speech.responses import Responses
 from ..voice.registry import Voices
 from .connection import Connection

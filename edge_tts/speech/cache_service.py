@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import logging
 
+from ..cache.serving import PhraseCache
+from ..cache.store import CacheStore
 from ..config import CacheSettings, Settings
-from ..daemon.telemetry import Telemetry
-from ..speech.routing import Router
-from ..speech.schedule import Schedule, TaskClass
+from ..core.telemetry import Telemetry
 from ..voice.registry import Voices
 from .prerender import Prerenderer
-from .serving import PhraseCache
-from .store import CacheStore
+from .routing import Router
+from .schedule import Schedule, TaskClass
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -22,17 +22,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..cache.key import ChunkInput, ChunkKey
+from ..cache.phrase_voice import best_build_sha256, load_at_low_priority, open_best_build
+from ..cache.store import CacheStore
 from ..config import SynthesisSettings
-from ..speech.jobs import StepTask
-from ..speech.routing import Router
-from ..speech.synthesis import voice_audio
 from ..text import EmptyTextError
 from ..voice.base import SpeechVoice
+from ..voice.chunk_audio import voice_audio
 from ..voice.model import release_free_memory
 from ..voice.registry import Voices
-from .key import ChunkInput, ChunkKey
-from .phrase_voice import best_build_sha256, load_at_low_priority, open_best_build
-from .store import CacheStore
+from .jobs import StepTask
+from .routing import Router
 
 _LOGGER = logging.getLogger(__name__)
 
