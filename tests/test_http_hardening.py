@@ -53,7 +53,9 @@ def server() -> Iterator[Http]:
             "cors_origins": [ORIGIN],
         }
         audio = {"sink": "wav-dir", "wav_dir": str(root / "wav")}
-        daemon = DaemonProcess(root, daemon_config(root, broker.port, audio=audio, http=settings))
+        text = {"max_silence_s": 60}  # room for pauses that pass the /invoke pool
+        config = daemon_config(root, broker.port, audio=audio, http=settings, text=text)
+        daemon = DaemonProcess(root, config)
         try:
             daemon.start()
             daemon.wait_ready()
