@@ -20,6 +20,8 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from edge_tts.audio.dsp import SILENCE_LEVEL
+
 from .support.broker import Broker, Recorder, free_port
 from .support.daemon_proc import DaemonProcess, daemon_config
 from .support.http_client import WAIT_S, Http, raw, status_of
@@ -35,7 +37,6 @@ POOL_ENTRIES = 2
 POOL_TTL_S = 3
 ORIGIN = "http://homeassistant.local:8123"
 PHRASE = "The garage door is open."
-QUIET_LEVEL = 64  # int16: below what the voice says, above the pause gate's floor
 LONG = "The washing machine has finished its cycle, and the dryer will start soon. " * 20
 
 
@@ -241,7 +242,7 @@ def test_synthesize_and_invoke_read_ssml_and_refuse_bad_markup(server: Http) -> 
     assert status == 200
     with wave.open(io.BytesIO(data)) as wav:
         rate, samples = wav.getframerate(), np.frombuffer(wav.readframes(-1), "<i2")
-    speech_ends = np.flatnonzero(np.abs(samples) > QUIET_LEVEL)[-1]
+    speech_ends = np.flatnonzero(np.abs(samples) > SILENCE_LEVEL)[-1]
     assert abs((samples.size - 1 - speech_ends) / rate - 0.7) <= 0.05  # the pause at the end
     for path, field in (
         ("/synthesize", "text"),
