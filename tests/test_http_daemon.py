@@ -27,7 +27,7 @@ from .support.daemon_proc import DaemonProcess, daemon_config
 from .support.soundcard import VirtualSoundCard
 from .support.waiting import wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.daemon
 
 WAIT_S = 120.0  # for an answer of the daemon on a busy machine
 READ_TIMEOUT_S = 4.0

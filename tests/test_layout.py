@@ -16,6 +16,10 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parent.parent / "edge_tts"
 PACKAGE = "edge_tts"
 

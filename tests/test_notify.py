@@ -15,6 +15,8 @@ import pytest
 from edge_tts.daemon.notify import HealthTick, Notifier
 from edge_tts.daemon.periodic import Duty, Tick
 
+pytestmark = pytest.mark.unit
+
 
 class FakeSystemd:
     """The receiving end of NOTIFY_SOCKET, as systemd binds it."""

@@ -13,6 +13,8 @@ from edge_tts.audio.ringbuffer import RingBuffer
 
 from .support.waiting import DEFAULT_TIMEOUT_S, wait_until
 
+pytestmark = pytest.mark.unit
+
 NEVER = threading.Event()
 
 

@@ -37,6 +37,7 @@ SLOW = Style(rate=0.75)
 ZH = Style(language="zh-CN")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
@@ -91,6 +92,7 @@ def test_markup_becomes_spans_and_breaks(body: str, expected: Document) -> None:
     assert doc(body) == expected
 
 
+@pytest.mark.unit
 def test_namespaces_version_and_the_documents_language_are_accepted() -> None:
     text = (
         '<?xml version="1.0"?><speak version="1.1" xmlns="http://www.w3.org/2001/10/synthesis"'
@@ -99,6 +101,7 @@ def test_namespaces_version_and_the_documents_language_are_accepted() -> None:
     assert parse(text, max_chars=1000) == (Span("Hi"),)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
@@ -176,6 +179,7 @@ def test_bad_markup_is_refused_saying_what_and_where(text: str, reason: str) -> 
         parse(text, max_chars=1000)
 
 
+@pytest.mark.unit
 def test_nesting_and_size_are_bounded() -> None:
     deep = "<speak>" + "<s>" * 40 + "x" + "</s>" * 40 + "</speak>"
     with pytest.raises(SsmlError, match="nested more than 32 deep"):
@@ -184,6 +188,7 @@ def test_nesting_and_size_are_bounded() -> None:
         parse(f"<speak>{'x' * 1002}</speak>", max_chars=1000)
 
 
+@pytest.mark.unit
 def test_a_billion_laughs_is_refused_before_any_expansion() -> None:
     laughs = "".join(f'<!ENTITY l{i} "{f"&l{i - 1};" * 10}">' for i in range(1, 10))
     bomb = f'<!DOCTYPE speak [<!ENTITY l0 "lol">{laughs}]><speak>&l9;</speak>'
@@ -191,6 +196,7 @@ def test_a_billion_laughs_is_refused_before_any_expansion() -> None:
         parse(bomb, max_chars=10_000)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("text", "ssml"),
     [
@@ -210,6 +216,7 @@ def test_what_looks_like_ssml(text: str, ssml: bool) -> None:
     assert looks_like_ssml(text) is ssml
 
 
+@pytest.mark.unit
 def test_what_is_spoken_decides_the_digest_not_the_markup() -> None:
     plain = "Door open. Check the camera."
     assert spoken_digest(doc(plain)) == spoken_digest(plain)
@@ -255,6 +262,7 @@ def said(chunks: list[Chunk]) -> list[tuple[str, str, tuple[float, float]]]:
     return [(readable(c.text), c.voice.name, c.silence) for c in chunks]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
@@ -305,6 +313,7 @@ def test_spans_become_chunks_with_their_voice_and_silence(
     assert said(plan(body)) == expected
 
 
+@pytest.mark.unit
 def test_a_document_that_says_a_plain_text_makes_its_chunks() -> None:
     text = "Attention please, the next train is late. 下一班列车晚点了，请耐心等待。"
     plain = ROUTER.plan(text, EN, SpeechOptions())
@@ -314,6 +323,7 @@ def test_a_document_that_says_a_plain_text_makes_its_chunks() -> None:
     ]
 
 
+@pytest.mark.unit
 def test_prosody_sets_speed_and_gain_of_its_span_only() -> None:
     chunks = plan('Normal. <prosody rate="50%" volume="x-soft">Slow and soft.</prosody> Normal.')
     assert [(c.options.length_scale, c.options.volume) for c in chunks] == [
@@ -325,6 +335,7 @@ def test_prosody_sets_speed_and_gain_of_its_span_only() -> None:
     assert loud[0].options.volume == 2.0  # the engine's most
 
 
+@pytest.mark.unit
 def test_spans_naming_what_is_not_configured_are_refused_saying_where() -> None:
     with pytest.raises(ValueError, match=r"line 1, column 8: .*no voice for language 'de'"):
         plan('<lang xml:lang="de">Hallo</lang>')
@@ -337,6 +348,7 @@ def test_spans_naming_what_is_not_configured_are_refused_saying_where() -> None:
         plan('<phoneme alphabet="x-pinyin" ph="a1">a</phoneme>', english_only)
 
 
+@pytest.mark.unit
 def test_nothing_to_say_is_an_error_even_with_breaks() -> None:
     with pytest.raises(EmptyTextError):
         plan('<break time="1s"/>')
@@ -344,6 +356,7 @@ def test_nothing_to_say_is_an_error_even_with_breaks() -> None:
         plan('<s>  </s><mark name="x"/>')
 
 
+@pytest.mark.unit
 def test_private_use_characters_in_text_never_become_readings() -> None:
     forged = "\ue000kæt\ue002 \U000f0000"
     chunks = ROUTER.plan(forged + " dog", EN, SpeechOptions())
@@ -371,7 +384,7 @@ def spoken(chunk: Chunk) -> str:
     return " ".join(pinyin.to_symbols(chunk.text))
 
 
-@pytest.mark.slow
+@pytest.mark.model
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
@@ -412,7 +425,7 @@ def test_what_the_real_voices_are_given(
     assert [spoken(c) for c in chunks] == expected
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_a_phoneme_the_voice_lacks_is_refused_at_planning(
     real: tuple[Router, SpeechVoice, TwoStageVoice],
 ) -> None:
@@ -442,7 +455,7 @@ def audio_seconds(router: Router, voice: SpeechVoice, body: str) -> float:
 FRAME_S = 256 / 22050  # one decoder frame of the voices here
 
 
-@pytest.mark.slow
+@pytest.mark.model
 @pytest.mark.parametrize(
     ("with_break", "without", "seconds"),
     [

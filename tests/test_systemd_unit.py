@@ -61,6 +61,7 @@ def unit() -> run_sandboxed.Unit:
 # --- the unit's settings --------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_service_type_watchdog_and_restart_policy(unit: run_sandboxed.Unit) -> None:
     assert unit.get("Type") == "notify"
     assert unit.get("NotifyAccess") == "main"
@@ -78,6 +79,7 @@ def test_service_type_watchdog_and_restart_policy(unit: run_sandboxed.Unit) -> N
     assert unit.words("ExecReload") == ["/bin/sh", "-c", 'kill -HUP "$MAINPID"']  # the lexicon
 
 
+@pytest.mark.unit
 def test_identity_credentials_and_state(unit: run_sandboxed.Unit) -> None:
     assert unit.get("User") == "edge-tts"
     assert unit.words("SupplementaryGroups") == ["audio"]
@@ -88,6 +90,7 @@ def test_identity_credentials_and_state(unit: run_sandboxed.Unit) -> None:
     assert unit.get("UMask") == "0077"
 
 
+@pytest.mark.unit
 def test_hardening_settings(unit: run_sandboxed.Unit) -> None:
     expected = {
         "ProtectSystem": "strict",
@@ -151,7 +154,7 @@ def _verify(root: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_verify_prints_no_warning(tmp_path: Path) -> None:
     _needs_systemd_analyze()
     result = _verify(_verify_root(tmp_path, UNIT.read_text()))
@@ -160,7 +163,7 @@ def test_verify_prints_no_warning(tmp_path: Path) -> None:
     assert "edge-ttsd" not in output, output
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_verify_would_report_a_key_systemd_252_does_not_know(tmp_path: Path) -> None:
     """The check above can fail: a key from a newer systemd is reported."""
     _needs_systemd_analyze()
@@ -171,7 +174,7 @@ def test_verify_would_report_a_key_systemd_252_does_not_know(tmp_path: Path) -> 
     assert "Unknown key 'ImportCredential'" in result.stdout + result.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_security_exposure_is_at_most_2_5() -> None:
     _needs_systemd_analyze()
     result = subprocess.run(
@@ -244,7 +247,7 @@ def _stop(proc: subprocess.Popen[bytes], notify: NotifySocket) -> int:
         notify.close()
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_daemon_plays_inside_the_unit_seccomp_sandbox(
     rig: tuple[Path, Broker, Recorder, VirtualSoundCard],
 ) -> None:
@@ -270,7 +273,7 @@ def test_daemon_plays_inside_the_unit_seccomp_sandbox(
     assert "SIGSYS" not in log.read_text()
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_memory_deny_write_execute_breaks_playback(
     rig: tuple[Path, Broker, Recorder, VirtualSoundCard],
 ) -> None:
@@ -291,7 +294,7 @@ def test_memory_deny_write_execute_breaks_playback(
     assert "write+execute memory for ffi.callback()" in log.read_text()
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_synthesis_alone_runs_with_memory_deny_write_execute(tmp_path: Path) -> None:
     """Python, numpy and onnxruntime need no writable+executable memory (no JIT)."""
     out = tmp_path / "mdwe.wav"

@@ -23,6 +23,8 @@ from edge_tts.daemon.telemetry import (
     process_stats,
 )
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     "data",
