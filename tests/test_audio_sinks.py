@@ -36,6 +36,9 @@ from .support.remote_output import spawn_driver
 from .support.soundcard import VirtualSoundCard
 from .support.waiting import DEFAULT_TIMEOUT_S, wait_until
 
+# Timing-sensitive (docs/development.md): scripts/test runs it outside the parallel workers.
+pytestmark = pytest.mark.serial
+
 RATE = 22050
 BLOCK = 1024
 FADE = round(15 * RATE / 1000)  # the default fade_ms in frames

@@ -15,7 +15,10 @@ import pytest
 from edge_tts.daemon.notify import HealthTick, Notifier
 from edge_tts.daemon.periodic import Duty, Tick
 
-pytestmark = pytest.mark.unit
+pytestmark = [
+    pytest.mark.unit,
+    pytest.mark.serial,
+]  # serial: timing-sensitive
 
 
 class FakeSystemd:

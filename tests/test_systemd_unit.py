@@ -31,6 +31,9 @@ from .support.daemon_proc import NotifySocket, daemon_config, wait_ready
 from .support.soundcard import VirtualSoundCard
 from .support.waiting import REQUEST_TIMEOUT_S, stop_process
 
+# Timing-sensitive (docs/development.md): scripts/test runs it outside the parallel workers.
+pytestmark = pytest.mark.serial
+
 REPO = Path(__file__).resolve().parents[1]
 UNIT = REPO / "systemd" / "edge-ttsd.service"
 SANDBOX = REPO / "tests" / "support" / "run_sandboxed.py"
