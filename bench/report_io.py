@@ -6,9 +6,11 @@ targets, the machine a run had."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +21,35 @@ from typing import Any
 MB = 1e6  # every benchmark's megabyte: 10^6 bytes
 
 Result = dict[str, Any]
+
+# The one command that installs what the benchmarks need beyond the tests' set-up.
+INSTALL_BENCH = ".venv/bin/pip install -e '.[bench]'"
+CANNOT_MEASURE = 2  # main()'s exit status when a part could not run: no verdict at all
+
+
+class CannotMeasure(Exception):
+    """A part the benchmark measures could not run (a missing tool, a peer that did not
+    start, no samples): the run stops without a verdict and main() exits 2."""
+
+
+def require_module(name: str) -> None:
+    """The Python module `name` (a bench extra's) is importable, or CannotMeasure."""
+    try:
+        importlib.import_module(name)
+    except ImportError as err:
+        raise CannotMeasure(f"{name} is not installed ({err}): {INSTALL_BENCH}") from err
+
+
+def require_command(name: str, package: str) -> None:
+    """The program `name` is on PATH, or CannotMeasure naming its Debian package."""
+    if shutil.which(name) is None:
+        raise CannotMeasure(f"{name} is not on PATH: apt-get install {package}")
+
+
+def require_samples(what: str, samples: Sequence[object]) -> None:
+    """A measurement that produced nothing is no measurement."""
+    if not samples:
+        raise CannotMeasure(f"no samples from {what}")
 
 
 def log(message: str) -> None:
@@ -72,10 +103,19 @@ def run_and_emit(
     passed: Callable[[Result], bool] = lambda _: True,
 ) -> int:
     """`run(args)` stoppable by SIGTERM and SIGINT, its result written and printed as
-    add_output_options chose; main()'s exit status: 1 where `passed` says it failed."""
+    add_output_options chose; main()'s exit status: 1 where `passed` says it failed, 2
+    (CANNOT_MEASURE) where a part could not run or a target has no value to judge."""
     stop_on_signals()
-    result = run(args)
+    try:
+        result = run(args)
+    except CannotMeasure as err:
+        log(f"cannot measure: {err}")
+        return CANNOT_MEASURE
     emit(result, args.out, args.json, print_report)
+    unjudged = [t["target"] for t in result.get("targets", []) if t["verdict"] == "n/a"]
+    if unjudged:
+        log(f"cannot measure: no value for {'; '.join(unjudged)}")
+        return CANNOT_MEASURE
     return 0 if passed(result) else 1
 
 

@@ -98,7 +98,7 @@ from .support.rootfs import (
     write_inventory,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.system
 
 INT8 = "/var/lib/edge-tts/voices/en_US-joe-medium.int8.onnx"
 # Short on purpose: 1.1 s of speech, which takes 15-50 s per build emulated.

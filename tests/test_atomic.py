@@ -9,6 +9,8 @@ import pytest
 
 from edge_tts.state.atomic import write_text_atomically
 
+pytestmark = pytest.mark.unit
+
 
 def test_writes_and_replaces_creating_the_directory(tmp_path: Path) -> None:
     path = tmp_path / "state" / "volume.json"

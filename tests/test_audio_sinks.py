@@ -36,6 +36,9 @@ from .support.remote_output import spawn_driver
 from .support.soundcard import VirtualSoundCard
 from .support.waiting import DEFAULT_TIMEOUT_S, wait_until
 
+# Timing-sensitive (docs/development.md): scripts/test runs it outside the parallel workers.
+pytestmark = pytest.mark.serial
+
 RATE = 22050
 BLOCK = 1024
 FADE = round(15 * RATE / 1000)  # the default fade_ms in frames
@@ -193,7 +196,7 @@ def start_card(root: Path) -> VirtualSoundCard:
 # -- through the sound card ---------------------------------------------------------
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_a_tone_plays_in_real_time_and_arrives_intact(sound_card: VirtualSoundCard) -> None:
     mark = sound_card.mark()
     heard_all = lambda: sound_card.wait_played(mark, min_sound_s=0.9)  # noqa: E731
@@ -221,7 +224,7 @@ def test_a_tone_plays_in_real_time_and_arrives_intact(sound_card: VirtualSoundCa
     np.testing.assert_array_equal(sound, as_played(tone(440.0, 1.0), FADE))
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 @pytest.mark.parametrize("fade_ms", [15, 0])
 def test_fade_in_ramps_the_first_samples(sound_card: VirtualSoundCard, fade_ms: int) -> None:
     mark = sound_card.mark()
@@ -241,7 +244,7 @@ def test_fade_in_ramps_the_first_samples(sound_card: VirtualSoundCard, fade_ms: 
         assert first_ms > 0.95 * 12000
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_utterances_back_to_back_share_one_stream(sound_card: VirtualSoundCard) -> None:
     mark = sound_card.mark()
     heard = lambda: sound_card.wait_played(mark, min_sound_s=0.9)  # noqa: E731
@@ -258,7 +261,7 @@ def test_utterances_back_to_back_share_one_stream(sound_card: VirtualSoundCard) 
     assert dominant_hz(sounds[-1][-RATE * 4 // 10 :]) == pytest.approx(660, abs=3)
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_an_underrun_is_counted_and_playback_completes(sound_card: VirtualSoundCard) -> None:
     mark = sound_card.mark()
     # 0.5 s of tone, the ring runs dry until the writer is back at 0.8 s, then 0.5 s more:
@@ -271,7 +274,7 @@ def test_an_underrun_is_counted_and_playback_completes(sound_card: VirtualSoundC
     assert sum(h.size for h in halves) == pytest.approx(RATE, abs=100)
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_interrupt_fades_out_within_fade_ms_and_a_block(sound_card: VirtualSoundCard) -> None:
     mark = sound_card.mark()
     # ~0.5 s of the tone, a 0.5 s gap, 0.3 s of another: a span over 1.1 s is the second.
@@ -292,7 +295,7 @@ def test_interrupt_fades_out_within_fade_ms_and_a_block(sound_card: VirtualSound
     assert events["done"]["underruns"] == 0
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_a_callback_exception_is_counted_and_audio_continues(
     sound_card: VirtualSoundCard,
 ) -> None:
@@ -307,7 +310,7 @@ def test_a_callback_exception_is_counted_and_audio_continues(
     assert sum(s.size for s in segments(sound, gap=200)) == pytest.approx(RATE, abs=100)
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_a_dead_stream_is_reopened(sound_card: VirtualSoundCard) -> None:
     mark = sound_card.mark()
     heard = lambda: sound_card.wait_played(mark, min_sound_s=0.45)  # noqa: E731
@@ -318,7 +321,7 @@ def test_a_dead_stream_is_reopened(sound_card: VirtualSoundCard) -> None:
     assert dominant_hz(sound) == pytest.approx(440, abs=3)
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_an_unknown_device_degrades_with_a_reason(sound_card: VirtualSoundCard) -> None:
     events, stderr = drive(sound_card.env, "missing", device="no-such-device", retries=2)
     status = events["done"]["status"]
@@ -330,7 +333,7 @@ def test_an_unknown_device_degrades_with_a_reason(sound_card: VirtualSoundCard) 
     assert "Traceback" not in stderr and stderr.count("degraded") == 1
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 @pytest.mark.skipif(has_sound_card(), reason="this machine has a real sound card")
 def test_no_sound_card_degrades_with_a_reason(tmp_path: Path) -> None:
     # HOME without an asoundrc: ALSA sees only the (absent) hardware, like a bare board.
@@ -339,7 +342,7 @@ def test_no_sound_card_degrades_with_a_reason(tmp_path: Path) -> None:
     assert events["state"]["begin_error"] and "Traceback" not in stderr
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_recovers_when_the_device_appears(card_root: Path, tmp_path: Path) -> None:
     driver = LiveDriver(
         card_env(card_root), "recover", tmp_path / "driver.log", timeout=60, await_retry=True
@@ -364,7 +367,7 @@ def test_recovers_when_the_device_appears(card_root: Path, tmp_path: Path) -> No
             card.stop()
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_a_lost_device_fails_playback_then_recovers(card_root: Path, tmp_path: Path) -> None:
     card = start_card(card_root)
     driver = LiveDriver(card_env(card_root), "lost_device", tmp_path / "driver.log")
@@ -409,6 +412,7 @@ def offline() -> AlsaOutput:
     return out
 
 
+@pytest.mark.unit
 def test_callback_stamps_utterances_and_counts_underruns_once(offline: AlsaOutput) -> None:
     u = Utterance("u", RATE)
     fake_callback(offline)  # idle: silence, not an underrun
@@ -427,6 +431,7 @@ def test_callback_stamps_utterances_and_counts_underruns_once(offline: AlsaOutpu
     assert u.finished_at is not None
 
 
+@pytest.mark.unit
 def test_end_returns_once_the_last_frame_is_handed_out(offline: AlsaOutput) -> None:
     u = Utterance("u", RATE)
     offline.begin(u)
@@ -444,6 +449,7 @@ def test_end_returns_once_the_last_frame_is_handed_out(offline: AlsaOutput) -> N
     assert result == [True] and u.finished_at is not None and offline.underruns == 0
 
 
+@pytest.mark.unit
 def test_callback_exception_plays_silence(offline: AlsaOutput) -> None:
     u = Utterance("u", RATE)
     offline.begin(u)
@@ -453,6 +459,7 @@ def test_callback_exception_plays_silence(offline: AlsaOutput) -> None:
     assert (fake_callback(offline) == 9).all()  # called again, and nothing was lost
 
 
+@pytest.mark.unit
 def test_callback_allocates_nothing_per_call(offline: AlsaOutput) -> None:
     u = Utterance("u", RATE)
     offline.begin(u)
@@ -472,6 +479,7 @@ def test_callback_allocates_nothing_per_call(offline: AlsaOutput) -> None:
     assert after - before < 1024 and peak_bytes - before < BLOCK  # a block would be 2 KiB
 
 
+@pytest.mark.unit
 def test_interrupt_releases_a_blocked_writer(offline: AlsaOutput) -> None:
     u = Utterance("u", RATE)
     offline.begin(u)
@@ -492,6 +500,7 @@ def test_interrupt_releases_a_blocked_writer(offline: AlsaOutput) -> None:
     assert offline.end(u, NEVER, timeout=1) is False
 
 
+@pytest.mark.unit
 def test_begin_refuses_while_degraded_and_checks_the_rate() -> None:
     out = AlsaOutput(AudioSettings(), RATE)
     with pytest.raises(AudioUnavailableError, match="not started"):
@@ -536,6 +545,7 @@ class RecordingEvent(threading.Event):
         return super().wait(timeout)
 
 
+@pytest.mark.unit
 def test_supervisor_backs_off_exponentially_then_recovers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -572,6 +582,7 @@ def test_supervisor_backs_off_exponentially_then_recovers(
         out.close()
 
 
+@pytest.mark.unit
 def test_supervisor_reopens_a_stream_whose_callback_stalled(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -615,6 +626,7 @@ def read_wav(path: Path) -> tuple[int, int, int, np.ndarray]:
         return wav.getframerate(), wav.getnchannels(), wav.getsampwidth(), frames
 
 
+@pytest.mark.unit
 def test_wav_dir_writes_one_exact_wav_per_utterance(tmp_path: Path) -> None:
     out = wav_output(tmp_path / "out", fade_ms=0)
     out.start()
@@ -635,6 +647,7 @@ def test_wav_dir_writes_one_exact_wav_per_utterance(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["req-1.wav"]
 
 
+@pytest.mark.unit
 def test_wav_dir_appears_only_when_complete(tmp_path: Path) -> None:
     out = wav_output(tmp_path)
     out.start()
@@ -647,6 +660,7 @@ def test_wav_dir_appears_only_when_complete(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["atomic.wav"]
 
 
+@pytest.mark.unit
 def test_wav_dir_applies_fades_and_volume(tmp_path: Path) -> None:
     out = wav_output(tmp_path, volume=0.5, fade_ms=15, lead_in_ms=0)
     out.start()
@@ -662,6 +676,7 @@ def test_wav_dir_applies_fades_and_volume(tmp_path: Path) -> None:
     assert frames[-1] < 100 and np.all(np.diff(frames[-FADE:].astype(np.int32)) <= 0)
 
 
+@pytest.mark.unit
 def test_wav_dir_interrupt_and_stop_leave_no_file(tmp_path: Path) -> None:
     out = wav_output(tmp_path)
     out.start()
@@ -679,6 +694,7 @@ def test_wav_dir_interrupt_and_stop_leave_no_file(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.unit
 def test_wav_dir_names_stay_inside_the_directory(tmp_path: Path) -> None:
     assert safe_name("../../etc/passwd") == "_.._etc_passwd"
     assert safe_name("...") == "utterance" and safe_name("a b/c") == "a_b_c"
@@ -692,6 +708,7 @@ def test_wav_dir_names_stay_inside_the_directory(tmp_path: Path) -> None:
     assert not (tmp_path / "escape.wav").exists()
 
 
+@pytest.mark.unit
 def test_wav_dir_that_cannot_be_created_is_degraded(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
@@ -707,6 +724,7 @@ def test_wav_dir_that_cannot_be_created_is_degraded(tmp_path: Path) -> None:
     assert list((blocker / "wavs").iterdir()) == []
 
 
+@pytest.mark.unit
 def test_open_output_picks_the_sink_from_the_settings(tmp_path: Path) -> None:
     wav = open_output(AudioSettings(sink="wav-dir", wav_dir=tmp_path, fade_ms=10), RATE)
     assert isinstance(wav, WavDirOutput) and wav.directory == tmp_path and wav.fade_ms == 10
@@ -719,6 +737,7 @@ def test_open_output_picks_the_sink_from_the_settings(tmp_path: Path) -> None:
         WavDirOutput(AudioSettings(), RATE)
 
 
+@pytest.mark.unit
 def test_wav_dir_write_failure_degrades_until_a_file_is_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -746,6 +765,7 @@ def test_wav_dir_write_failure_degrades_until_a_file_is_written(
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["again.wav"]
 
 
+@pytest.mark.unit
 def test_a_device_given_as_digits_is_an_index_for_portaudio() -> None:
     assert portaudio_device("2") == 2
     assert portaudio_device("hw:1,0") == "hw:1,0"

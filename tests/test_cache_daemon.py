@@ -31,7 +31,7 @@ from .support.texts import LONG_TEXTS
 from .support.waiting import REQUEST_TIMEOUT_S, wait_until
 from .test_reliability import vm_hwm_mb
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.daemon
 
 SAY = "edge-tts/testpi/say"
 EVENTS = "edge-tts/testpi/events"

@@ -80,6 +80,7 @@ def spoken(
     return np.concatenate(pcm), audio.cached
 
 
+@pytest.mark.unit
 def test_a_hit_is_the_stored_audio_through_the_same_steps(
     cache: serving.PhraseCache, telemetry: Telemetry
 ) -> None:
@@ -95,6 +96,7 @@ def test_a_hit_is_the_stored_audio_through_the_same_steps(
     assert (counters["cache_hits"], counters["cache_misses"]) == (1, 1)
 
 
+@pytest.mark.unit
 def test_volume_is_applied_after_the_cache(cache: serving.PhraseCache) -> None:
     voice = fake_voice()
     loud, _ = spoken(cache, voice)
@@ -103,6 +105,7 @@ def test_volume_is_applied_after_the_cache(cache: serving.PhraseCache) -> None:
     assert np.abs(quiet.astype(np.int32) - loud.astype(np.int32) // 2).max() <= 1
 
 
+@pytest.mark.unit
 def test_speed_is_part_of_the_key(cache: serving.PhraseCache) -> None:
     voice = fake_voice()
     spoken(cache, voice)
@@ -110,6 +113,7 @@ def test_speed_is_part_of_the_key(cache: serving.PhraseCache) -> None:
     assert not cached and voice.calls == 2
 
 
+@pytest.mark.unit
 def test_a_corrupt_entry_is_synthesized_again_and_replaced(
     cache: serving.PhraseCache, tmp_path: Path
 ) -> None:
@@ -124,6 +128,7 @@ def test_a_corrupt_entry_is_synthesized_again_and_replaced(
     assert cached and voice.calls == 2
 
 
+@pytest.mark.unit
 def test_the_best_builds_entry_is_preferred(
     cache: serving.PhraseCache, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -159,6 +164,7 @@ def two_at_once(cache: serving.PhraseCache, voice: FakeVoice, close_first: bool)
     return result.cached
 
 
+@pytest.mark.unit
 def test_the_same_chunk_wanted_twice_at_once_is_synthesized_once(
     cache: serving.PhraseCache,
 ) -> None:
@@ -167,6 +173,7 @@ def test_the_same_chunk_wanted_twice_at_once_is_synthesized_once(
     assert voice.calls == 1
 
 
+@pytest.mark.unit
 def test_the_waiter_gets_the_audio_even_when_nothing_can_be_stored(
     tmp_path: Path, telemetry: Telemetry
 ) -> None:
@@ -178,6 +185,7 @@ def test_the_waiter_gets_the_audio_even_when_nothing_can_be_stored(
     assert voice.calls == 1 and store.problem is not None
 
 
+@pytest.mark.unit
 def test_a_synthesis_cut_short_lets_the_waiter_synthesize(cache: serving.PhraseCache) -> None:
     voice = fake_voice()
     assert not two_at_once(cache, voice, close_first=True)
@@ -238,6 +246,7 @@ def run(pre: Prerenderer, schedule: Schedule) -> Worker:
     return Worker(schedule)
 
 
+@pytest.mark.unit
 def test_the_pre_renderer_stops_between_windows_for_a_request(tmp_path: Path) -> None:
     voice = SteppedVoice()
     settings = default_settings()
@@ -272,7 +281,7 @@ def fp32_builds() -> int:
     return sum(isinstance(o, Voice) and o.files.model == model for o in gc.get_objects())
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_the_fp32_build_loads_in_the_starting_thread_and_is_dropped_after_the_pass(
     tmp_path: Path,
 ) -> None:
@@ -319,12 +328,14 @@ def say(text: str, **fields: object) -> SayRequest:
     return parse_say(Envelope("edge-tts/pi/say", payload, time.monotonic()), 1000)
 
 
+@pytest.mark.unit
 def test_a_request_may_opt_out_and_must_say_so_with_a_boolean() -> None:
     assert say(TEXT).cache and not say(TEXT, cache=False).cache
     with pytest.raises(BadRequest, match="'cache' must be a bool"):
         say(TEXT, cache="no")
 
 
+@pytest.mark.unit
 def test_the_pipeline_serves_hits_and_honours_the_opt_out(
     cache: serving.PhraseCache, tmp_path: Path
 ) -> None:
@@ -353,6 +364,7 @@ def test_the_pipeline_serves_hits_and_honours_the_opt_out(
     assert np.array_equal(output.recorded["r0"], output.recorded["r1"])
 
 
+@pytest.mark.unit
 def test_phrases_come_from_the_list_and_the_file(tmp_path: Path) -> None:
     phrases = tmp_path / "phrases.txt"
     phrases.write_text("# door phrases\nThe garage door is open.\n\n  Low fuel.  \n", "utf-8")
@@ -362,6 +374,7 @@ def test_phrases_come_from_the_list_and_the_file(tmp_path: Path) -> None:
     assert load_phrases(settings.cache) == ["Low fuel.", "Seat belt.", "The garage door is open."]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("value", "message"),
     [("Low fuel.", "must be a list of texts"), (["Low fuel.", ""], "item 2 must be non-empty")],

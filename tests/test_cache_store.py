@@ -13,6 +13,8 @@ from edge_tts.cache.entry import MAGIC, CorruptEntry, decode, encode
 from edge_tts.cache.key import ChunkKey
 from edge_tts.cache.store import CacheStore
 
+pytestmark = pytest.mark.unit
+
 
 def key(n: int, rate: int = 22050) -> ChunkKey:
     return ChunkKey(f"{n:040x}", "a" * 64, "b" * 64, f"Chunk number {n}.", rate)

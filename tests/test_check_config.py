@@ -8,7 +8,7 @@ import pytest
 
 from .conftest import REPO, run_cli
 
-pytestmark = pytest.mark.slow  # each test runs the CLI as a subprocess
+pytestmark = pytest.mark.daemon  # each test runs the CLI as a subprocess
 
 
 def test_shipped_configs_are_valid() -> None:

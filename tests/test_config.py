@@ -58,6 +58,7 @@ def attribute(settings: object, dotted: str) -> object:
 # --- defaults and the shipped files ----------------------------------------------------
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("key", "expected"),
     [
@@ -98,17 +99,20 @@ def test_defaults(key: str, expected: object) -> None:
     assert attribute(default_settings(), key) == expected
 
 
+@pytest.mark.unit
 def test_default_voices() -> None:
     voices = default_settings().voices
     assert list(voices) == ["default"]
     assert voices["default"] == config.VoiceSettings(name="default")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("text", ["", "\n", "# nothing but a comment\n", "---\n"])
 def test_empty_file_is_all_defaults(tmp_path: Path, text: str) -> None:
     assert load_settings(write(tmp_path, text)) == default_settings()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("path", [DEFAULT_FILE, EXAMPLE_FILE], ids=["default", "example"])
 def test_shipped_files_load_and_state_the_real_defaults(path: Path) -> None:
     assert load_settings(path) == default_settings()
@@ -145,6 +149,7 @@ def example_keys() -> dict[str, bool]:
     return keys
 
 
+@pytest.mark.unit
 def test_example_documents_every_key_and_only_real_ones() -> None:
     documented = set(example_keys())
     known = set(config_keys())
@@ -152,6 +157,7 @@ def test_example_documents_every_key_and_only_real_ones() -> None:
     assert sorted(documented - known) == [], "keys in the example that do not exist"
 
 
+@pytest.mark.unit
 def test_every_key_in_the_example_has_a_comment() -> None:
     assert [key for key, explained in example_keys().items() if not explained] == []
 
@@ -159,6 +165,7 @@ def test_every_key_in_the_example_has_a_comment() -> None:
 # --- unknown keys ----------------------------------------------------------------------
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("data", "key", "suggestion"),
     [
@@ -179,10 +186,12 @@ def test_unknown_key_names_its_path_and_the_closest_key(
     assert str(err) == f'{key}: unknown setting; did you mean "{suggestion}"?'
 
 
+@pytest.mark.unit
 def test_unknown_key_without_a_close_match_lists_the_valid_ones() -> None:
     assert "valid here: enabled, site_id" in str(refused({"hermes": {"zzz": 1}}))
 
 
+@pytest.mark.unit
 def test_unknown_key_in_a_file(tmp_path: Path) -> None:
     path = write(tmp_path, "audio:\n  sink: alsa\n  volum: 0.5\n")
     with pytest.raises(ConfigError, match=r'audio\.volum: .*did you mean "audio\.volume"'):
@@ -192,6 +201,7 @@ def test_unknown_key_in_a_file(tmp_path: Path) -> None:
 # --- wrong types and values ------------------------------------------------------------
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("data", "key", "fragment"),
     [
@@ -220,6 +230,7 @@ def test_wrong_type_names_the_key(data: Mapping[str, object], key: str, fragment
     assert str(err).startswith(f"{key}: ") and fragment in str(err)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("data", "key", "fragment"),
     [
@@ -255,17 +266,20 @@ def test_bad_value_names_the_key(data: Mapping[str, object], key: str, fragment:
     assert str(err).startswith(f"{key}: ") and fragment in str(err)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("device_id", ["kitchen/pi", "kitchen#1", "pi+", "kitchen pi", ""])
 def test_device_id_must_be_one_topic_level(device_id: str) -> None:
     assert refused({"device_id": device_id}).key == "device_id"
 
 
+@pytest.mark.unit
 def test_every_problem_is_reported_at_once() -> None:
     err = refused({"audio": {"volum": 1, "volume": 3}, "synthesis": {"threads": "2"}})
     assert [p.key for p in err.problems] == ["audio.volum", "audio.volume", "synthesis.threads"]
     assert str(err).startswith("3 problems:") and all(str(p) in str(err) for p in err.problems)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("data", "key", "expected"),
     [
@@ -285,6 +299,7 @@ def test_values_are_normalized(data: Mapping[str, object], key: str, expected: o
 # --- secrets ---------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_inline_password_is_refused_with_the_alternatives() -> None:
     err = refused({"broker": {"username": "tts", "password": "hunter2"}})
     assert err.key == "broker.password"
@@ -292,6 +307,7 @@ def test_inline_password_is_refused_with_the_alternatives() -> None:
     assert "hunter2" not in str(err)
 
 
+@pytest.mark.unit
 def test_password_from_file_is_read_at_call_time(tmp_path: Path) -> None:
     secret = tmp_path / "mqtt-password"
     secret.write_text("s3cret\n", encoding="utf-8")
@@ -301,12 +317,14 @@ def test_password_from_file_is_read_at_call_time(tmp_path: Path) -> None:
     assert broker.broker.password() == "rotated"
 
 
+@pytest.mark.unit
 def test_password_from_systemd_credential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "mqtt-password").write_text("from-systemd\n", encoding="utf-8")
     monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(tmp_path))
     assert default_settings().broker.password() == "from-systemd"
 
 
+@pytest.mark.unit
 def test_password_file_wins_over_the_credential(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -318,17 +336,20 @@ def test_password_file_wins_over_the_credential(
     assert broker.password() == "from-file"
 
 
+@pytest.mark.unit
 def test_no_password_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert default_settings().broker.password() is None
     monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(tmp_path))  # holds no mqtt-password
     assert default_settings().broker.password() is None
 
 
+@pytest.mark.unit
 def test_missing_password_file_is_refused_at_load(tmp_path: Path) -> None:
     err = refused({"broker": {"username": "tts", "password_file": str(tmp_path / "nope")}})
     assert err.key == "broker.password_file" and "does not exist" in str(err)
 
 
+@pytest.mark.unit
 def test_password_file_gone_after_load(tmp_path: Path) -> None:
     secret = tmp_path / "mqtt-password"
     secret.write_text("s3cret", encoding="utf-8")
@@ -338,6 +359,7 @@ def test_password_file_gone_after_load(tmp_path: Path) -> None:
         broker.broker.password()
 
 
+@pytest.mark.unit
 def test_password_file_needs_a_username(tmp_path: Path) -> None:
     secret = tmp_path / "mqtt-password"
     secret.write_text("s3cret", encoding="utf-8")
@@ -347,6 +369,7 @@ def test_password_file_needs_a_username(tmp_path: Path) -> None:
 # --- TLS, paths, voices, sinks ---------------------------------------------------------
 
 
+@pytest.mark.daemon
 @pytest.mark.parametrize(
     ("broker", "port"),
     [({}, 1883), ({"tls": None}, 1883), ({"tls": {}}, 8883), ({"tls": {}, "port": 1884}, 1884)],
@@ -355,17 +378,20 @@ def test_port_follows_tls_unless_given(broker: Mapping[str, object], port: int) 
     assert settings_from_mapping({"broker": broker}).broker.port == port
 
 
+@pytest.mark.unit
 def test_tls_files_must_exist(tmp_path: Path) -> None:
     err = refused({"broker": {"tls": {"ca_file": str(tmp_path / "ca.pem")}}})
     assert err.key == "broker.tls.ca_file" and "does not exist" in str(err)
 
 
+@pytest.mark.unit
 def test_tls_key_needs_its_certificate(tmp_path: Path) -> None:
     key = tmp_path / "client.key"
     key.write_text("key", encoding="utf-8")
     assert refused({"broker": {"tls": {"key_file": str(key)}}}).key == "broker.tls.key_file"
 
 
+@pytest.mark.unit
 def test_paths_expand_the_home_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     (tmp_path / "ca.pem").write_text("ca", encoding="utf-8")
@@ -381,17 +407,20 @@ def test_paths_expand_the_home_directory(tmp_path: Path, monkeypatch: pytest.Mon
     assert settings.voices["default"].path == tmp_path / "voice.onnx"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("digest", ["abc", "g" * 64, DIGEST[:-1], DIGEST + "0"])
 def test_bad_sha256_is_refused(digest: str) -> None:
     err = refused({"voices": {"default": {"sha256": digest}}})
     assert err.key == "voices.default.sha256" and "64 hexadecimal" in str(err)
 
 
+@pytest.mark.unit
 def test_wav_dir_sink_needs_a_directory() -> None:
     err = refused({"audio": {"sink": "wav-dir"}})
     assert err.key == "audio.wav_dir" and "wav-dir" in str(err)
 
 
+@pytest.mark.unit
 def test_several_voices_named_by_their_keys(tmp_path: Path) -> None:
     settings = settings_from_mapping(
         {
@@ -405,6 +434,7 @@ def test_several_voices_named_by_their_keys(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "data",
     [
@@ -418,6 +448,7 @@ def test_default_voice_must_be_one_of_the_voices(data: Mapping[str, object]) -> 
     assert err.key == "default_voice" and "not one of the voices" in str(err)
 
 
+@pytest.mark.unit
 def test_derived_ids_follow_device_id_unless_given() -> None:
     derived = settings_from_mapping({"device_id": "pi-07"})
     assert (derived.broker.client_id, derived.hermes.site_id) == ("edge-tts-pi-07", "pi-07")
@@ -430,29 +461,34 @@ def test_derived_ids_follow_device_id_unless_given() -> None:
 # --- files and overrides ---------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
     path = write(tmp_path, "audio:\n  volume: 1\n   sink: alsa\n")
     with pytest.raises(ConfigError, match="YAML syntax error at line 3"):
         load_settings(path)
 
 
+@pytest.mark.unit
 def test_a_key_given_twice_is_an_error(tmp_path: Path) -> None:
     path = write(tmp_path, "audio:\n  volume: 1\n  volume: 2\n")
     with pytest.raises(ConfigError, match=r"line 3.*'volume' is given twice"):
         load_settings(path)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("text", ["- broker\n", "just text\n", "42\n"])
 def test_top_level_must_be_a_mapping(tmp_path: Path, text: str) -> None:
     with pytest.raises(ConfigError, match="top level must be a mapping"):
         load_settings(write(tmp_path, text))
 
 
+@pytest.mark.unit
 def test_unreadable_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read the settings file"):
         load_settings(tmp_path / "missing.yaml")
 
 
+@pytest.mark.unit
 def test_overrides_are_applied_and_checked() -> None:
     settings = load_settings(DEFAULT_FILE, {"audio.volume": 0.5, "log_level": "debug"})
     assert (settings.audio.volume, settings.log_level) == (0.5, "DEBUG")
@@ -462,6 +498,7 @@ def test_overrides_are_applied_and_checked() -> None:
         load_settings(DEFAULT_FILE, {"audio.volum": 0.5})
 
 
+@pytest.mark.unit
 def test_override_adds_a_voice() -> None:
     settings = load_settings(DEFAULT_FILE, {"voices.slow.length_scale": 1.5})
     assert settings.voices["slow"].length_scale == 1.5
@@ -470,6 +507,7 @@ def test_override_adds_a_voice() -> None:
 # --- the settings objects --------------------------------------------------------------
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("key", ["log_level", "audio.volume", "broker.tls", "voices"])
 def test_settings_are_frozen(key: str) -> None:
     *parents, name = key.split(".")
@@ -478,12 +516,14 @@ def test_settings_are_frozen(key: str) -> None:
         setattr(owner, name, None)
 
 
+@pytest.mark.unit
 def test_voices_mapping_is_read_only() -> None:
     voices = default_settings().voices
     with pytest.raises(TypeError):
         voices["other"] = config.VoiceSettings(name="other")  # type: ignore[index]
 
 
+@pytest.mark.unit
 def test_settings_made_in_code_are_checked_too() -> None:
     with pytest.raises(ConfigError, match=r"^volume: must be between 0 and 2"):
         AudioSettings(volume=3.0)
@@ -493,10 +533,12 @@ def test_settings_made_in_code_are_checked_too() -> None:
     assert BrokerSettings(tls=TlsSettings()).port == 8883
 
 
+@pytest.mark.unit
 def test_config_error_is_a_value_error() -> None:
     assert issubclass(ConfigError, ValueError)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("state_dir", "env", "expected"),
     [

@@ -32,7 +32,7 @@ from .support.daemon_proc import (
 from .support.soundcard import VirtualSoundCard
 from .support.waiting import REQUEST_TIMEOUT_S, stop_process
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.daemon
 
 SAY = "edge-tts/testpi/say"
 EVENTS = "edge-tts/testpi/events"

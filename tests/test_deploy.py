@@ -68,7 +68,7 @@ from .support.rootfs import (
 # --- lint and syntax -----------------------------------------------------------------------
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_ansible_lint_production_profile() -> None:
     result = subprocess.run(
         [ansible_tool("ansible-lint"), "--profile", "production", "--offline", "--nocolor"],
@@ -83,7 +83,7 @@ def test_ansible_lint_production_profile() -> None:
     assert "Profile 'production' was required, and it passed" in output, output
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_playbook_syntax_check() -> None:
     result = subprocess.run(
         [
@@ -102,6 +102,7 @@ def test_playbook_syntax_check() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.unit
 def test_example_inventory_has_the_fleet_groups_and_device_ids() -> None:
     hosts = yaml.safe_load((DEPLOY / "inventory/example/hosts.yml").read_text())
     groups = hosts["all"]["children"]["edge_tts"]["children"]
@@ -117,6 +118,7 @@ def test_example_inventory_has_the_fleet_groups_and_device_ids() -> None:
     assert "vault_" in broker["edge_tts_broker_password"]  # never a plain-text password
 
 
+@pytest.mark.unit
 def test_a_lexicon_change_notifies_a_reload_not_a_restart() -> None:
     role = DEPLOY / "roles/edge_tts"
     tasks = yaml.safe_load((role / "tasks/config.yml").read_text("utf-8"))
@@ -153,7 +155,7 @@ def _build_wheel(source: Path, out: Path) -> dict[str, object]:
     return built
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_wheel_version_names_its_sources_and_builds_are_reproducible(tmp_path: Path) -> None:
     source = snapshot_sources(tmp_path / "src")
     first = _build_wheel(source, tmp_path / "a")
@@ -251,14 +253,14 @@ def _chroot(root: Path, *cmd: str, timeout: float = 120) -> subprocess.Completed
     return run(["chroot", str(root), *cmd], timeout, env=ansible_env())
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_first_run_converges_and_the_second_changes_nothing(converged: Converged) -> None:
     first, second = (_recap(output) for _, output in converged.runs)
     assert first["failed"] == 0 and first["changed"] > 10
     assert second == {**second, "changed": 0, "failed": 0, "unreachable": 0}, converged.runs[1][1]
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_the_play_tuned_the_device_and_printed_its_table(converged: Converged) -> None:
     first, second = (output for _, output in converged.runs)
     assert "RUNNING HANDLER [edge_tts : Show the tuning table]" not in second  # no change
@@ -272,13 +274,13 @@ def test_the_play_tuned_the_device_and_printed_its_table(converged: Converged) -
     assert owner.stdout.strip() == "edge-tts"
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_a_dry_run_of_a_converged_device_reports_no_change(converged: Converged) -> None:
     _, output = playbook(converged.inventory, converged.work / "ansible.log", "--check", "--diff")
     assert _recap(output)["changed"] == 0, output[-4000:]
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_installed_files_owners_and_modes(converged: Converged) -> None:
     root = converged.root
     passwd = {
@@ -330,7 +332,7 @@ def test_installed_files_owners_and_modes(converged: Converged) -> None:
     assert wants.is_symlink(), "the unit is not enabled"
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_the_mandarin_voice_directory_is_installed_and_pinned(
     converged: Converged, mandarin_voice: Path
 ) -> None:
@@ -368,7 +370,7 @@ def test_the_mandarin_voice_directory_is_installed_and_pinned(
     )
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_venv_imports_the_package(converged: Converged) -> None:
     where, version, onnxruntime, numpy = venv_reports(
         converged.root,
@@ -384,7 +386,7 @@ def test_venv_imports_the_package(converged: Converged) -> None:
     assert (onnxruntime, numpy) == (metadata.version("onnxruntime"), metadata.version("numpy"))
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_installed_unit_passes_systemd_analyze_verify(converged: Converged) -> None:
     result = _chroot(
         converged.root, "systemd-analyze", "verify", "/etc/systemd/system/edge-ttsd.service"
@@ -394,7 +396,7 @@ def test_installed_unit_passes_systemd_analyze_verify(converged: Converged) -> N
     assert "edge-ttsd" not in output, output
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_installed_daemon_answers_say_with_audio(
     converged: Converged, request: pytest.FixtureRequest
 ) -> None:
@@ -535,7 +537,7 @@ def _installed_version(root: Path) -> str:
     return result.stdout.strip()
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_a_new_lexicon_is_checked_then_reloaded_not_restarted(converged: Converged) -> None:
     log, lexicon = converged.work / "ansible.log", converged.root / "etc/edge-tts/lexicon.txt"
     new = ["Fleet = Our fleet", "Nguyen = ipa: ŋwˈɪn"]
@@ -551,7 +553,7 @@ def test_a_new_lexicon_is_checked_then_reloaded_not_restarted(converged: Converg
     assert [line for line in lexicon.read_text("utf-8").splitlines() if line[:1] != "#"] == new
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_a_new_build_rolls_out_and_the_previous_wheel_rolls_back(
     converged: Converged, tmp_path: Path
 ) -> None:
@@ -578,7 +580,7 @@ def test_a_new_build_rolls_out_and_the_previous_wheel_rolls_back(
     assert wheels == [previous.name, f"{previous.name}.constraints.txt"]
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_a_voice_that_differs_from_its_pin_stops_the_rollout_on_the_controller(
     converged: Converged,
 ) -> None:
@@ -646,7 +648,7 @@ def _check_voice_dirs(tmp_path: Path, voice: Mapping[str, object]) -> str:
     return output
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_a_tampered_or_missing_voice_directory_stops_the_play_on_the_controller(
     mandarin_voice: Path, tmp_path: Path
 ) -> None:

@@ -69,6 +69,7 @@ def settings(tmp_path: Path, **overrides: Any) -> Settings:
 # --- discovery payload -------------------------------------------------------------------
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("prefix", "device_id", "topic"),
     [
@@ -84,6 +85,7 @@ def test_discovery_topic(prefix: str, device_id: str, topic: str) -> None:
     assert object_id(device_id) == topic.split("/")[-2]
 
 
+@pytest.mark.unit
 def test_device_and_origin() -> None:
     device = DeviceInfo("kitchen-pi", "1.2.3", "Raspberry Pi 5", "https://example.org/help")
     payload = discovery_payload(TOPICS, device)
@@ -104,12 +106,14 @@ def test_device_and_origin() -> None:
     assert "hw_version" not in bare["device"] and "support_url" not in bare["origin"]
 
 
+@pytest.mark.unit
 def test_availability_is_the_daemons_own_topic() -> None:
     payload = discovery_payload(TOPICS, DEVICE)
     assert payload["availability_topic"] == "edge-tts/kitchen-pi/availability"
     assert (payload["payload_available"], payload["payload_not_available"]) == ("online", "offline")
 
 
+@pytest.mark.unit
 def test_unique_ids_come_from_the_device_id_alone() -> None:
     ids = {key: c["unique_id"] for key, c in components().items()}
     assert len(set(ids.values())) == len(ids)
@@ -119,6 +123,7 @@ def test_unique_ids_come_from_the_device_id_alone() -> None:
     assert {k: c["unique_id"] for k, c in components(upgraded).items()} == ids
 
 
+@pytest.mark.unit
 def test_the_entities_and_their_topics() -> None:
     found = components()
     platforms = {key: c["platform"] for key, c in found.items()}
@@ -146,6 +151,7 @@ def test_the_entities_and_their_topics() -> None:
     }
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "message",
     ["Dinner is ready.", '{"text": "not a request"}', "[Alert] Door open", '"quoted"', "π ≈ 3.14"],
@@ -156,6 +162,7 @@ def test_notify_message_is_spoken_as_text_whatever_it_looks_like(message: str) -
     assert request.text == message
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("percent", "gain"), [(0, 0.0), (35, 0.35), (100, 1.0), (200, 2.0)])
 def test_volume_number_shows_percent_and_sends_the_gain(percent: int, gain: float) -> None:
     number = components()["volume"]
@@ -190,6 +197,7 @@ def fresh_telemetry_json(tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     return loaded
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("sensor", SENSORS, ids=[s.key for s in SENSORS])
 def test_every_sensor_renders_a_state_from_real_telemetry(
     sensor: Sensor, telemetry_json: dict[str, Any]
@@ -206,6 +214,7 @@ def test_every_sensor_renders_a_state_from_real_telemetry(
         assert attributes["problems"] == telemetry_json["problems"]
 
 
+@pytest.mark.unit
 def test_the_values_are_the_telemetrys(telemetry_json: dict[str, Any]) -> None:
     by_key = {s.key: render(s.template, value_json=telemetry_json) for s in SENSORS}
     assert float(by_key["ttfa_p50"]) == pytest.approx(210.0)
@@ -215,6 +224,7 @@ def test_the_values_are_the_telemetrys(telemetry_json: dict[str, Any]) -> None:
     assert float(by_key["memory"]) == pytest.approx(rss / 2**20, abs=0.05)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("sensor", SENSORS, ids=[s.key for s in SENSORS])
 def test_a_null_value_renders_none_which_ha_shows_as_unknown(
     sensor: Sensor, fresh_telemetry_json: dict[str, Any]
@@ -281,6 +291,7 @@ def rig(tmp_path: Path) -> Iterator[Rig]:
     made.controls.stop()
 
 
+@pytest.mark.unit
 def test_connect_publishes_retained_volume_and_discovery(rig: Rig) -> None:
     rig.controls.on_connected()
     assert (rig.topics.volume, "1", True) in rig.link.published
@@ -290,6 +301,7 @@ def test_connect_publishes_retained_volume_and_discovery(rig: Rig) -> None:
     assert json.loads(message)["components"]["speak"]["command_topic"] == rig.topics.say
 
 
+@pytest.mark.unit
 def test_home_assistant_online_publishes_discovery_again(rig: Rig) -> None:
     assert rig.send("homeassistant/status", b"offline")
     assert rig.link.on(rig.discovery_topic) == []
@@ -298,6 +310,7 @@ def test_home_assistant_online_publishes_discovery_again(rig: Rig) -> None:
     assert len(rig.link.acked) == 2
 
 
+@pytest.mark.unit
 def test_discovery_off_publishes_nothing_for_ha(tmp_path: Path) -> None:
     rig = Rig(tmp_path, homeassistant={"discovery": False})
     try:
@@ -309,11 +322,13 @@ def test_discovery_off_publishes_nothing_for_ha(tmp_path: Path) -> None:
         rig.controls.stop()
 
 
+@pytest.mark.unit
 def test_ha_status_subscription_follows_the_prefix(tmp_path: Path) -> None:
     custom = settings(tmp_path, homeassistant={"prefix": "ha/test"})
     assert optional_subscriptions(custom) == ["ha/test/status"]
 
 
+@pytest.mark.unit
 def test_stop_names_the_button_and_is_acknowledged(rig: Rig) -> None:
     assert rig.send(rig.topics.stop, STOP_BY.encode())
     assert rig.send(rig.topics.stop, b"")
@@ -321,6 +336,7 @@ def test_stop_names_the_button_and_is_acknowledged(rig: Rig) -> None:
     assert len(rig.link.acked) == 2
 
 
+@pytest.mark.unit
 def test_a_retained_command_is_not_obeyed(rig: Rig, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
         assert rig.send(rig.topics.stop, b"x", retained=True)
@@ -329,6 +345,7 @@ def test_a_retained_command_is_not_obeyed(rig: Rig, caplog: pytest.LogCaptureFix
     assert len(rig.link.acked) == 2 and "retained" in caplog.text
 
 
+@pytest.mark.unit
 def test_volume_applies_now_reports_and_survives_a_restart(rig: Rig, tmp_path: Path) -> None:
     assert rig.send(rig.topics.volume_set, b"0.35")
     assert rig.output.settings.volume == pytest.approx(0.35)
@@ -343,6 +360,7 @@ def test_volume_applies_now_reports_and_survives_a_restart(rig: Rig, tmp_path: P
         again.controls.stop()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("payload", [b"loud", b"2.5", b"-0.1", b"nan", b"\xff"])
 def test_a_bad_volume_is_ignored_and_the_real_one_reported(rig: Rig, payload: bytes) -> None:
     assert rig.send(rig.topics.volume_set, payload)
@@ -350,6 +368,7 @@ def test_a_bad_volume_is_ignored_and_the_real_one_reported(rig: Rig, payload: by
     assert rig.link.on(rig.topics.volume) == ["1"]  # HA's slider snaps back
 
 
+@pytest.mark.unit
 def test_other_topics_go_to_intake(rig: Rig) -> None:
     assert not rig.send(rig.topics.say, b"hello")
     assert rig.link.acked == []
@@ -358,6 +377,7 @@ def test_other_topics_go_to_intake(rig: Rig) -> None:
 # --- the saved volume ---------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_saved_volume_wins_while_the_config_is_unchanged(tmp_path: Path) -> None:
     path = tmp_path / "volume.json"
     assert VolumeStore(path, 1.0).load() == 1.0  # nothing saved yet
@@ -368,6 +388,7 @@ def test_saved_volume_wins_while_the_config_is_unchanged(tmp_path: Path) -> None
     assert VolumeStore(path, 0.8).load() == 0.8
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "content",
     ["", "{", "[]", '{"volume": "x", "configured": 1}', '{"volume": 7, "configured": 1}', "NaN"],
@@ -382,6 +403,7 @@ def test_a_corrupt_file_is_set_aside_with_a_warning(
     assert f"Unusable state file {path}" in caplog.text and not path.exists()
 
 
+@pytest.mark.unit
 def test_an_unwritable_state_directory_is_logged_not_raised(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -392,6 +414,7 @@ def test_an_unwritable_state_directory_is_logged_not_raised(
     assert "Cannot save the volume" in caplog.text
 
 
+@pytest.mark.unit
 def test_save_soon_writes_the_latest_value_off_the_callers_thread(tmp_path: Path) -> None:
     store = VolumeStore(tmp_path / "volume.json", 1.0)
     store.start()
@@ -412,7 +435,7 @@ def write_config(root: Path, port: int) -> Path:
     return path
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_remove_clears_the_retained_discovery_and_volume(workdir: Path, broker: Broker) -> None:
     discovery, volume = "homeassistant/device/old-pi/config", "edge-tts/old-pi/volume"
     setup = Recorder(broker.port, [])
@@ -434,7 +457,7 @@ def test_remove_clears_the_retained_discovery_and_volume(workdir: Path, broker: 
         probe.close()
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_remove_without_a_broker_times_out_with_1(workdir: Path) -> None:
     config = write_config(workdir, free_port())
     done = run_cli("homeassistant", "remove", "--config", str(config), "--timeout", "2")
@@ -442,6 +465,7 @@ def test_remove_without_a_broker_times_out_with_1(workdir: Path) -> None:
     assert "not removed" in done.stderr
 
 
+@pytest.mark.unit
 def test_remove_with_a_bad_config_exits_78(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -39,7 +39,7 @@ from .support.homeassistant import HomeAssistant, ha_venv, wait_for
 from .support.rootfs import ci_cache
 from .support.waiting import REQUEST_TIMEOUT_S, wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.system
 
 DEVICE = "ha-e2e-pi"
 PREFIX = f"edge-tts/{DEVICE}"

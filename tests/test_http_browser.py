@@ -13,6 +13,8 @@ from edge_tts.http import browser
 from edge_tts.http.browser import Hosts, Refusal
 from edge_tts.http.door import client_key
 
+pytestmark = pytest.mark.unit
+
 LOOPBACK = "tcp://127.0.0.1:8380"
 LAN = "tcp://0.0.0.0:8380"
 

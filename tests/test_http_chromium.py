@@ -22,7 +22,7 @@ from .support.broker import Broker, free_port
 from .support.daemon_proc import DaemonProcess, daemon_config
 from .support.http_client import WAIT_S, Http
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.system  # Chromium: scripts/setup --test-all installs it
 
 CHROMIUM_FLAGS = [
     "--headless",

@@ -28,7 +28,7 @@ from .support.http_client import WAIT_S, Http, raw, status_of
 from .support.soundcard import VirtualSoundCard
 from .support.waiting import wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.daemon
 
 READ_TIMEOUT_S = 4.0
 WRITE_TIMEOUT_S = 2.0

@@ -22,7 +22,7 @@ from .support.daemon_proc import DaemonProcess, daemon_config
 from .support.http_client import WAIT_S, Http, raw, read_to_end, status_of
 from .support.waiting import wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.daemon
 
 ORIGIN = "http://homeassistant.local:8123"
 EVIL = {

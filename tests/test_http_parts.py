@@ -32,6 +32,7 @@ class Clock:
         return self.now
 
 
+@pytest.mark.unit
 def test_the_pool_is_bounded_in_entries_bytes_and_age() -> None:
     clock = Clock()
     pool = AudioPool(max_entries=2, max_bytes=100, ttl=10, clock=clock)
@@ -51,6 +52,7 @@ def test_the_pool_is_bounded_in_entries_bytes_and_age() -> None:
     pool.reserve(50)  # both places free again
 
 
+@pytest.mark.unit
 def test_concurrent_reservations_cannot_overshoot_the_pool() -> None:
     pool = AudioPool(max_entries=10, max_bytes=100, ttl=10, clock=Clock())
     a, b = pool.reserve(40), pool.reserve(40)
@@ -67,6 +69,7 @@ def test_concurrent_reservations_cannot_overshoot_the_pool() -> None:
     assert pool.gauges()["reserved"] == 100
 
 
+@pytest.mark.unit
 def test_a_full_pool_says_when_there_will_be_room() -> None:
     clock = Clock()
     pool = AudioPool(max_entries=10, max_bytes=100, ttl=60, clock=clock)
@@ -90,6 +93,7 @@ def job(request_id: str, text: str = "Hello.") -> Job:
     return Job(request=request, deliveries=[], voice=FakeVoice(), options=SpeechOptions())
 
 
+@pytest.mark.unit
 def test_the_tracker_keeps_the_latest_event_of_a_bounded_number_of_requests() -> None:
     tracker = RequestTracker(max_requests=2)
     tracker.queued(job("a"), 0)
@@ -104,6 +108,7 @@ def test_the_tracker_keeps_the_latest_event_of_a_bounded_number_of_requests() ->
     assert tracker.get("c") is not None
 
 
+@pytest.mark.unit
 def test_a_waiter_wakes_at_the_final_event_from_another_thread() -> None:
     tracker = RequestTracker()
     tracker.queued(job("a"), 0)
@@ -131,6 +136,7 @@ class Counting(Listener):
         self.finished_ids.append(job.request.id)
 
 
+@pytest.mark.unit
 def test_a_failing_listener_reaches_neither_the_engine_nor_the_others() -> None:
     primary, after = Counting(), Counting()
     reporters = Reporters(primary, [Broken(), after])
@@ -139,6 +145,7 @@ def test_a_failing_listener_reaches_neither_the_engine_nor_the_others() -> None:
     assert primary.finished_ids == ["a"] and after.finished_ids == ["a"]
 
 
+@pytest.mark.unit
 def test_wav_headers_whole_and_streamed() -> None:
     pcm = np.arange(-50, 50, dtype=np.int16)
     with wave.open(io.BytesIO(wav_bytes(pcm, 16000))) as wav:
@@ -149,6 +156,7 @@ def test_wav_headers_whole_and_streamed() -> None:
         assert np.array_equal(np.frombuffer(wav.readframes(wav.getnframes()), "<i2"), pcm)
 
 
+@pytest.mark.unit
 def test_http_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CREDENTIALS_DIRECTORY", raising=False)
     lan = settings_from_mapping({"http": {"uri": "tcp://0.0.0.0:8380"}}).http
@@ -166,6 +174,7 @@ def test_http_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         settings_from_mapping({"http": {"cors_origins": ["example.com"]}})
 
 
+@pytest.mark.daemon
 def test_a_daemon_without_http_does_not_load_aiohttp() -> None:
     """aiohttp and prometheus_client are ~12 MB of RSS: only a daemon that serves HTTP
     carries them (a Pi's daemon without `http.uri` must stay as small as before)."""

@@ -50,12 +50,14 @@ def tiny_model(path: Path, external: bool = False) -> bytes:
     return path.read_bytes()
 
 
+@pytest.mark.unit
 def test_pinned_digest_matches(tmp_path: Path) -> None:
     data = tiny_model(tmp_path / "m.onnx")
     verified = read_verified(tmp_path / "m.onnx", pinned=sha256_hex(data).upper())
     assert verified.data == data and verified.pinned_by == "config"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("damage", ["flip", "truncate"])
 def test_damaged_model_is_refused_naming_file_and_digests(tmp_path: Path, damage: str) -> None:
     path = tmp_path / "m.onnx"
@@ -72,6 +74,7 @@ def test_damaged_model_is_refused_naming_file_and_digests(tmp_path: Path, damage
     assert str(path) in message and good in message and sha256_hex(bytes(data)) in message
 
 
+@pytest.mark.unit
 def test_manifest_digest_is_used_and_wrong_config_pin_wins(tmp_path: Path) -> None:
     path = tmp_path / "m.onnx"
     digest = sha256_hex(tiny_model(path))
@@ -81,6 +84,7 @@ def test_manifest_digest_is_used_and_wrong_config_pin_wins(tmp_path: Path) -> No
         read_verified(path, pinned="0" * 64)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "text",
     ["{not json", "[]", "{}", '{"sha256": 7}', '{"sha256": "ab", "scheme": 3}'],
@@ -98,6 +102,7 @@ def test_a_broken_manifest_refuses_the_load_and_makes_no_build(tmp_path: Path, t
     assert files.scheme_of(path) == files.FP32 and files.source_sha256(path) is None
 
 
+@pytest.mark.unit
 def test_a_manifest_is_read_once_into_its_fields(tmp_path: Path) -> None:
     path = tmp_path / "m.int8.onnx"
     assert read_manifest(path) is None
@@ -110,6 +115,7 @@ def test_a_manifest_is_read_once_into_its_fields(tmp_path: Path) -> None:
         write_manifest(path, {"scheme": "static-fast"})  # what it writes, it can read back
 
 
+@pytest.mark.unit
 def test_external_data_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "m.onnx"
     data = tiny_model(path, external=True)
@@ -118,6 +124,7 @@ def test_external_data_is_refused(tmp_path: Path) -> None:
         read_verified(path, pinned=sha256_hex(data))
 
 
+@pytest.mark.unit
 def test_garbage_is_not_an_onnx_model(tmp_path: Path) -> None:
     path = tmp_path / "m.onnx"
     path.write_bytes(b"\x08\x07" + b"\xff" * 100)
@@ -125,12 +132,12 @@ def test_garbage_is_not_an_onnx_model(tmp_path: Path) -> None:
         read_verified(path)
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_packaged_voice_verifies_against_builtin_digest(fp32_files: files.VoiceFiles) -> None:
     assert read_verified(fp32_files.model, builtin=fp32_files.builtin_digest).pinned_by == "builtin"
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_real_voice_with_flipped_byte_refuses_to_load(voice_copy: files.VoiceFiles) -> None:
     good = files.PACKAGED_DIGESTS["en_US-joe-medium.onnx"]
     with voice_copy.model.open("r+b") as handle:
@@ -144,7 +151,7 @@ def test_real_voice_with_flipped_byte_refuses_to_load(voice_copy: files.VoiceFil
     assert not voice.loaded
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_say_refuses_tampered_model_and_writes_nothing(
     voice_copy: files.VoiceFiles, tmp_path: Path
 ) -> None:
@@ -160,7 +167,7 @@ def test_say_refuses_tampered_model_and_writes_nothing(
     assert not out.exists()
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_verify_model_prints_digest(fp32_files: files.VoiceFiles) -> None:
     result = run_cli("verify-model", str(fp32_files.model))
     assert result.returncode == 0, result.stderr
@@ -168,7 +175,7 @@ def test_verify_model_prints_digest(fp32_files: files.VoiceFiles) -> None:
     assert "pinned by builtin" in result.stdout
 
 
-@pytest.mark.slow  # the check runs in a child process, on a copy of the real voice
+@pytest.mark.model
 @pytest.mark.parametrize(
     ("content", "message"),
     [("external", "external data"), ("garbage", "not a valid ONNX model")],
@@ -189,7 +196,7 @@ def test_voice_load_refuses_what_the_checker_refuses(
     assert not voice.loaded
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_loading_a_voice_keeps_onnx_out_of_the_process() -> None:
     code = (
         "import sys\n"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from edge_tts.config import default_settings
 from edge_tts.messages.request import SayRequest
 from edge_tts.speech.jobs import Job, StepTask
@@ -14,6 +16,8 @@ from edge_tts.voice.base import SpeechOptions
 from edge_tts.voice.registry import Voices
 
 from .support.fakes import FakeOutput, FakeVoice
+
+pytestmark = pytest.mark.unit
 
 
 def rig(every_s: float) -> tuple[Schedule, KeepWarm, FakeVoice]:

@@ -33,6 +33,7 @@ from .test_ssml import EN, MANDARIN, VOICES
 # --- the line format --------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("line", "entry"),
     [
@@ -54,6 +55,7 @@ def test_a_line_is_an_entry(line: str, entry: Entry | None) -> None:
     assert parse_entry(line, "here") == entry
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("line", "reason"),
     [
@@ -69,6 +71,7 @@ def test_a_bad_line_says_where_and_why(line: str, reason: str) -> None:
         parse_entry(line, "here")
 
 
+@pytest.mark.unit
 def test_the_file_comes_after_the_inline_entries_and_wins(tmp_path: Path) -> None:
     file = tmp_path / "lexicon.txt"
     file.write_text("# ours\nGPS = G P S\n\nI-95 = Interstate ninety-five\n", "utf-8")
@@ -115,12 +118,14 @@ def said(text: str) -> list[tuple[str, str]]:
     return [(readable(c.text), c.voice.name) for c in ROUTER.plan(speech, EN, SpeechOptions())]
 
 
+@pytest.mark.unit
 def test_a_bom_at_the_start_of_the_file_is_not_part_of_its_first_entry(tmp_path: Path) -> None:
     file = tmp_path / "lexicon.txt"
     file.write_bytes("\ufeffGPS = G P S\nNguyen = ipa: ŋwˈɪn\n".encode())
     assert [e.phrase for e in load([], file)] == ["GPS", "Nguyen"]
 
 
+@pytest.mark.daemon  # check-lexicon as a user runs it
 def test_a_phrase_given_twice_is_warned_naming_both_lines(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -141,6 +146,7 @@ def test_a_phrase_given_twice_is_warned_naming_both_lines(
     assert "OK (1 entries)" in result.stdout
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -173,6 +179,7 @@ def test_entries_match_on_word_boundaries_and_han_by_the_longest(
     assert said(text) == expected
 
 
+@pytest.mark.unit
 def test_an_alias_is_not_looked_up_again() -> None:
     loop = Lexicon([Entry("door", alias="door door"), Entry("gate", alias="door")])
     router = Router(SynthesisSettings(), VOICES, loop)
@@ -180,6 +187,7 @@ def test_an_alias_is_not_looked_up_again() -> None:
     assert [c.text for c in chunks] == ["The door and the door door."]
 
 
+@pytest.mark.unit
 def test_a_reading_no_voice_reads_is_not_applied() -> None:
     english_only = Router(
         SynthesisSettings(), None, Lexicon([Entry("Huawei", reading=Reading("x-pinyin", "hua2"))])
@@ -187,6 +195,7 @@ def test_a_reading_no_voice_reads_is_not_applied() -> None:
     assert [c.text for c in english_only.plan("Huawei.", EN, SpeechOptions())] == ["Huawei."]
 
 
+@pytest.mark.unit
 def test_replacing_the_entries_takes_effect_for_the_next_text() -> None:
     lexicon = Lexicon([Entry("door", alias="gate")])
     router = Router(SynthesisSettings(), VOICES, lexicon)
@@ -196,12 +205,14 @@ def test_replacing_the_entries_takes_effect_for_the_next_text() -> None:
     assert router.plan("The door.", EN, SpeechOptions())[0].text == "The door."
 
 
+@pytest.mark.unit
 def test_matching_stays_linear_with_many_entries_of_one_first_letter() -> None:
     lexicon = Lexicon(Entry(f"a{n:04d}", alias="x") for n in range(2000))
     spans = lexicon.apply((Span("a" * 20_000),), lambda entry, span: True)
     assert spans == (Span("a" * 20_000),)
 
 
+@pytest.mark.unit
 def test_pinyin_symbols_read_back_as_syllables() -> None:
     symbols = ["sil", "ch", "ong2", "#0", "q", "ing4", "#3", "^", "iou3", "sil", "eos"]
     assert syllables(symbols) == "chong2 qing4, you3"
@@ -223,7 +234,7 @@ def real(mandarin_voice: Path) -> tuple[Router, Voices]:
     return Router(SynthesisSettings(), voices, LEXICON), voices
 
 
-@pytest.mark.slow
+@pytest.mark.model
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -262,7 +273,7 @@ def readme_lexicon() -> tuple[str, str]:
     return file[1], json.loads(command[1])
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_explain_shows_the_readmes_lexicon_at_work(tmp_path: Path, mandarin_voice: Path) -> None:
     lines, text = readme_lexicon()
     (tmp_path / "lexicon.txt").write_text(lines, "utf-8")
@@ -275,7 +286,7 @@ def test_explain_shows_the_readmes_lexicon_at_work(tmp_path: Path, mandarin_voic
     assert "pinyin  " in result.stdout and "ipa     " in result.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_explain_refuses_a_bad_entry_and_bad_ssml(tmp_path: Path, mandarin_voice: Path) -> None:
     config = write_config(tmp_path, mandarin_voice, text={"lexicon": ["x = pinyin: x"]})
     result = run_cli("explain", "--config", str(config), "Hi.")
@@ -285,7 +296,7 @@ def test_explain_refuses_a_bad_entry_and_bad_ssml(tmp_path: Path, mandarin_voice
     assert result.returncode == 2 and "SSML line 1, column 10: <sub> needs a alias" in result.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_explain_shows_what_the_ssml_had_that_was_ignored(
     tmp_path: Path, mandarin_voice: Path
 ) -> None:
@@ -302,7 +313,7 @@ def test_explain_shows_what_the_ssml_had_that_was_ignored(
 # --- the daemon reloads it on SIGHUP ----------------------------------------------------------
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_a_phoneme_no_voice_has_fails_check_lexicon_and_the_start(
     workdir: Path, broker: Broker
 ) -> None:
@@ -324,7 +335,7 @@ def test_a_phoneme_no_voice_has_fails_check_lexicon_and_the_start(
         daemon.close()
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_sighup_reloads_the_lexicon_and_keeps_it_when_the_new_one_is_bad(
     workdir: Path, broker: Broker, recorder: Recorder
 ) -> None:

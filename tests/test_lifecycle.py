@@ -6,6 +6,8 @@ import pytest
 
 from edge_tts.core.lifecycle import Part, Parts
 
+pytestmark = pytest.mark.unit
+
 
 class Log:
     def __init__(self) -> None:

@@ -13,6 +13,8 @@ import pytest
 
 from edge_tts.daemon import logs
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(autouse=True)
 def _restore_root_logger(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:

@@ -12,6 +12,8 @@ from edge_tts.messages.parse import hermes_site, parse_hermes, parse_say
 from edge_tts.messages.request import BadRequest, Envelope, Priority
 from edge_tts.messages.topics import Topics, valid_response_topic
 
+pytestmark = pytest.mark.unit
+
 
 def env(payload: bytes | str, **kw: object) -> Envelope:
     data = payload.encode() if isinstance(payload, str) else payload

@@ -17,6 +17,8 @@ from edge_tts.messages.request import Envelope
 from edge_tts.mqtt.client import new_client
 from edge_tts.mqtt.link import Inbound, MqttLink, guard
 
+pytestmark = pytest.mark.unit
+
 
 def link(received: list[Inbound] | None = None, broker: BrokerSettings | None = None) -> MqttLink:
     sink = received if received is not None else []

@@ -15,6 +15,11 @@ import pytest
 from edge_tts.daemon.notify import HealthTick, Notifier
 from edge_tts.daemon.periodic import Duty, Tick
 
+pytestmark = [
+    pytest.mark.unit,
+    pytest.mark.serial,
+]  # serial: timing-sensitive
+
 
 class FakeSystemd:
     """The receiving end of NOTIFY_SOCKET, as systemd binds it."""

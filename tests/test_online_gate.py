@@ -22,6 +22,8 @@ from .conftest import REPO, run_cli
 from .support.broker import Broker, Recorder, free_port, make_tls_material
 from .support.waiting import DEFAULT_TIMEOUT_S, stop_process, wait_until
 
+pytestmark = pytest.mark.daemon
+
 DEVICE = "gate-pi"
 AVAILABILITY = f"edge-tts/{DEVICE}/availability"
 USER, PASSWORD = "gate-user", "gate-secret"
@@ -62,7 +64,6 @@ def recorder(port: int, request: pytest.FixtureRequest, **kwargs: Any) -> Record
     return rec
 
 
-@pytest.mark.slow
 def test_exits_0_when_the_retained_availability_says_online(
     broker: Broker, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -72,7 +73,6 @@ def test_exits_0_when_the_retained_availability_says_online(
     assert result.stdout.strip() == f"{AVAILABILITY}: online"
 
 
-@pytest.mark.slow
 def test_waits_until_the_device_comes_online(
     broker: Broker, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -104,7 +104,6 @@ def test_waits_until_the_device_comes_online(
     assert out.strip() == f"{AVAILABILITY}: online"
 
 
-@pytest.mark.slow
 def test_a_device_that_stays_offline_exits_1_naming_the_last_value(
     broker: Broker, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -117,7 +116,6 @@ def test_a_device_that_stays_offline_exits_1_naming_the_last_value(
     )
 
 
-@pytest.mark.slow
 def test_no_broker_within_the_timeout_exits_1(tmp_path: Path) -> None:
     config = write_config(tmp_path / "c.yaml", host="127.0.0.1", port=free_port())  # nobody
     result = gate(config, timeout=EXPIRES_S)
@@ -125,7 +123,6 @@ def test_no_broker_within_the_timeout_exits_1(tmp_path: Path) -> None:
     assert f"{AVAILABILITY}: not online after {EXPIRES_S:.0f} s (last value: none)" in result.stderr
 
 
-@pytest.mark.slow
 def test_refused_credentials_exit_2_with_the_brokers_answer(
     workdir: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -148,7 +145,6 @@ def test_refused_credentials_exit_2_with_the_brokers_answer(
     assert result.stdout == ""
 
 
-@pytest.mark.slow
 def test_logs_in_over_tls_with_the_password_file_given(
     workdir: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -177,7 +173,6 @@ def test_logs_in_over_tls_with_the_password_file_given(
     assert refused.returncode == EXIT_LOGIN_REFUSED, refused.stderr
 
 
-@pytest.mark.slow
 def test_a_config_that_does_not_load_exits_78(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"device_id": DEVICE, "brokr": {"host": "127.0.0.1"}}))

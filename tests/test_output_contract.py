@@ -207,8 +207,15 @@ class FakeRig:
             self.out.close()
 
 
+# The tier is the output's: the ALSA one plays on the virtual sound card (PulseAudio and a
+# player process), the others are files and memory.
 @pytest.fixture(
-    params=[pytest.param("alsa", marks=pytest.mark.slow), "wav-dir", "wav-file", "fake"]
+    params=[
+        pytest.param("alsa", marks=pytest.mark.daemon),
+        pytest.param("wav-dir", marks=pytest.mark.unit),
+        pytest.param("wav-file", marks=pytest.mark.unit),
+        pytest.param("fake", marks=pytest.mark.unit),
+    ]
 )
 def rig(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Rig]:
     made: Rig

@@ -30,11 +30,13 @@ def hiss(seconds: float, level_dbfs: float, seed: int = 0) -> np.ndarray:
     return (noise * 10 ** (level_dbfs / 20)).astype(np.float32)
 
 
+@pytest.mark.unit
 def test_speech_levels_pass_unchanged() -> None:
     speech = tone(1.0, -30.0)
     assert np.array_equal(PauseGate().process(speech), speech)
 
 
+@pytest.mark.unit
 def test_a_noise_floor_in_a_pause_goes_below_the_int16_lsb() -> None:
     pause = hiss(1.0, -76.0)  # the INT8 voice's floor in pauses, before the gate
     gated = PauseGate().process(pause)
@@ -42,6 +44,7 @@ def test_a_noise_floor_in_a_pause_goes_below_the_int16_lsb() -> None:
     assert dbfs(gated) < -96.0
 
 
+@pytest.mark.unit
 def test_the_gate_never_amplifies() -> None:
     rng = np.random.default_rng(1)
     levels = np.repeat(rng.uniform(-100, -20, 40), 300)
@@ -50,6 +53,7 @@ def test_the_gate_never_amplifies() -> None:
     assert np.all(np.abs(gated) <= np.abs(audio) + 1e-9)
 
 
+@pytest.mark.unit
 def test_a_word_is_not_cut_at_either_end() -> None:
     """The gate opens a frame before a word and closes a frame after it."""
     pause, word = hiss(0.2, -76.0), tone(0.3, -30.0)
@@ -60,6 +64,7 @@ def test_a_word_is_not_cut_at_either_end() -> None:
     assert np.array_equal(gated[end : end + FRAME // 2], audio[end : end + FRAME // 2])
 
 
+@pytest.mark.unit
 def test_a_word_that_starts_a_piece_is_not_faded_in() -> None:
     gate = PauseGate()
     gate.process(hiss(0.3, -80.0))  # the last piece ended in a pause: the gate is closed
@@ -67,6 +72,7 @@ def test_a_word_that_starts_a_piece_is_not_faded_in() -> None:
     assert np.array_equal(gate.process(word), word)
 
 
+@pytest.mark.unit
 def test_closing_across_a_seam_ramps_instead_of_jumping() -> None:
     gate = PauseGate()
     gate.process(tone(0.3, -30.0))  # open
@@ -76,7 +82,7 @@ def test_closing_across_a_seam_ramps_instead_of_jumping() -> None:
     assert np.all(np.diff(gains) <= 1e-6)  # then only goes down, gradually
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_the_default_voice_is_silent_in_pauses() -> None:
     """The INT8 voice's quantization noise (-76 dBFS in pauses without the gate) must not
     be heard: the quietest frames of real synthesis are below the int16 LSB, as FP32's."""

@@ -22,7 +22,7 @@ def piper_voice(fp32_files: files.VoiceFiles) -> PiperVoice:
     return PiperVoice.load(fp32_files.model, fp32_files.config)
 
 
-@pytest.mark.slow  # loads the real voice model into Piper's onnxruntime session
+@pytest.mark.model
 @pytest.mark.parametrize("line", evaluation_lines())
 def test_ids_equal_pipers_on_corpus(
     line: str, piper_voice: PiperVoice, fp32_files: files.VoiceFiles
@@ -32,11 +32,13 @@ def test_ids_equal_pipers_on_corpus(
     assert text_to_ids(text, load_config(fp32_files)) == expected
 
 
+@pytest.mark.unit
 def test_ids_are_bos_pad_interleaved_eos() -> None:
     id_map = {"^": [1], "_": [0], "$": [2], "a": [14], "b": [15]}
     assert phonemes_to_ids(["a", "b"], id_map) == [1, 0, 14, 0, 15, 0, 2]
 
 
+@pytest.mark.unit
 def test_unknown_phoneme_is_skipped_with_debug_log(caplog: pytest.LogCaptureFixture) -> None:
     id_map = {"^": [1], "_": [0], "$": [2], "a": [14]}
     with caplog.at_level(logging.DEBUG, logger="edge_tts.voice.phonemize"):
@@ -44,6 +46,7 @@ def test_unknown_phoneme_is_skipped_with_debug_log(caplog: pytest.LogCaptureFixt
     assert "'ʘ'" in caplog.text
 
 
+@pytest.mark.unit
 def test_bound_phonemes_cuts_at_word_gaps_and_never_exceeds_the_limit() -> None:
     word = ["a", "b", "c", " "]
     pieces = bound_phonemes(word * 10, 9)
@@ -54,6 +57,7 @@ def test_bound_phonemes_cuts_at_word_gaps_and_never_exceeds_the_limit() -> None:
     assert bound_phonemes(list("short"), None) == [list("short")]
 
 
+@pytest.mark.unit
 def test_phonemizing_frees_everything_it_allocates() -> None:
     # piper-tts's own bridge keeps every clause's tuple and string: ~160 B per clause,
     # 240 KB over these 500 calls, and the daemon's RSS grew with every request.
@@ -75,6 +79,7 @@ def test_phonemizing_frees_everything_it_allocates() -> None:
     assert grown < 20_000, f"{grown} bytes kept after 500 calls"
 
 
+@pytest.mark.unit
 def test_espeak_voice_is_set_only_when_it_changes(monkeypatch: pytest.MonkeyPatch) -> None:
     # Each espeak_SetVoiceByName mallocs a copy of the voice that only synthesis frees:
     # set per call, it leaked ~1.4 KB of native heap per request (the soak's RSS growth).

@@ -31,6 +31,7 @@ BAKER = [
 ]
 
 
+@pytest.mark.unit
 def test_the_symbol_table_is_bakers() -> None:
     assert len(BAKER) == 219
     assert symbols_to_ids(["pad", "sil", "#3", "^", "a1", "vn5", "eos"], BAKER) == [
@@ -44,6 +45,7 @@ def test_the_symbol_table_is_bakers() -> None:
     ]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("syllable", "parts"),
     [
@@ -70,6 +72,7 @@ def test_pinyin_table(syllable: str, parts: tuple[str, str]) -> None:
     assert len(PINYIN) == 417 + 13  # baker.py's PINYIN_DICT and the readings it lacks
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("text", "body"),
     [
@@ -138,11 +141,13 @@ def test_to_symbols(text: str, body: str) -> None:
     assert to_symbols(text) == ["sil", *body.split(), "sil", "eos"]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("text", ["", " ", ",.!", "🔔", "αβ"])
 def test_nothing_to_say_gives_no_symbols(text: str) -> None:
     assert to_symbols(text) == []
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("word", "symbols"),
     [
@@ -158,12 +163,14 @@ def test_spell_latin(word: str, symbols: str) -> None:
     assert spell_latin(word) == symbols.split()
 
 
+@pytest.mark.unit
 def test_every_letter_is_spelled_with_table_symbols() -> None:
     for letter in "ABCDEFGHIJKLMNOPQRSTUVWXYZ":
         symbols = spell_latin(letter)
         assert symbols and set(symbols) <= set(BAKER), letter
 
 
+@pytest.mark.unit
 def test_symbols_to_ids_skips_unknown_symbols() -> None:
     assert symbols_to_ids(["sil", "xx", "a1", "eos"], BAKER) == [1, 28, 218]
 
@@ -175,6 +182,7 @@ NEWS = (
 )
 
 
+@pytest.mark.unit
 def test_a_whole_message_gives_only_known_symbols() -> None:
     chunks = prepare(NEWS, "zh", max_chunk_chars=60, first_chunk_chars=20)
     for chunk in chunks:
@@ -184,6 +192,7 @@ def test_a_whole_message_gives_only_known_symbols() -> None:
         assert "#0" not in (symbols[1], symbols[-3]), chunk
 
 
+@pytest.mark.daemon
 def test_pypinyin_is_imported_on_first_use_only() -> None:
     code = (
         "import sys, edge_tts.text.mandarin.pinyin as p; assert 'pypinyin' not in sys.modules; "
@@ -193,7 +202,7 @@ def test_pypinyin_is_imported_on_first_use_only() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_a_comma_pauses_in_the_real_acoustic_model(mandarin_voice: Path) -> None:
     """#3 at a comma gets several times the frames of #0 (the measurement behind
     CLAUSE_PAUSE)."""

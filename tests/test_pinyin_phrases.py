@@ -67,7 +67,7 @@ def _without_pypinyin_switches() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("PYPINYIN_")}
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_the_compact_table_says_what_the_whole_dictionary_says() -> None:
     texts = _texts()
     assert len(texts) > 100
@@ -76,7 +76,7 @@ def test_the_compact_table_says_what_the_whole_dictionary_says() -> None:
     assert not differ, differ[:3]
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_the_shipped_table_is_what_the_pinned_pypinyin_gives() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "edge_tts.text.mandarin.pinyin_phrases", "--check"],
@@ -88,6 +88,7 @@ def test_the_shipped_table_is_what_the_pinned_pypinyin_gives() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.unit
 def test_the_front_end_leaves_no_pypinyin_switch_behind() -> None:
     from edge_tts.text.mandarin import pinyin
 
@@ -95,6 +96,7 @@ def test_the_front_end_leaves_no_pypinyin_switch_behind() -> None:
     assert not [name for name in os.environ if name.startswith("PYPINYIN_")]
 
 
+@pytest.mark.daemon
 def test_the_front_end_loads_the_compact_table_only() -> None:
     code = (
         "from edge_tts.text.mandarin import pinyin; pinyin.load()\n"
@@ -109,6 +111,7 @@ def test_the_front_end_loads_the_compact_table_only() -> None:
     assert "háng" in readings
 
 
+@pytest.mark.unit
 def test_compact_keeps_changed_readings_and_sandhi_words() -> None:
     defaults = {ord("银"): "yín", ord("行"): "xíng,háng", ord("老"): "lǎo", ord("虎"): "hǔ"}
     defaults |= {ord("一"): "yī", ord("天"): "tiān", ord("人"): "rén"}

@@ -23,6 +23,8 @@ from edge_tts.voice.base import SpeechOptions
 from .support.fakes import FakeDelivery, FakeOutput, FakeReporter, FakeVoice
 from .support.waiting import wait_until
 
+pytestmark = pytest.mark.unit
+
 LONG = "One two three four five. Six seven eight nine ten. Eleven twelve thirteen fourteen."
 
 

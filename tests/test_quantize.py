@@ -68,12 +68,14 @@ def _tone(seconds: float, hz: float = 220.0) -> np.ndarray:
     return tone.astype(np.float32)
 
 
+@pytest.mark.unit
 def test_log_mel_shape_and_floor() -> None:
     mel = quality.log_mel(np.zeros(SAMPLE_RATE, np.float32), SAMPLE_RATE)
     assert mel.shape == (1 + SAMPLE_RATE // quality.HOP, quality.N_MELS)
     assert np.allclose(mel, np.log(quality.LOG_FLOOR))
 
 
+@pytest.mark.unit
 def test_identical_audio_has_zero_distance() -> None:
     audio = _tone(1.0)
     result = quality.compare(audio, audio, SAMPLE_RATE)
@@ -81,6 +83,7 @@ def test_identical_audio_has_zero_distance() -> None:
     assert result.duration_ratio == 1.0
 
 
+@pytest.mark.unit
 def test_dtw_absorbs_time_stretch_but_not_a_different_sound() -> None:
     a = quality.log_mel(_tone(1.0), SAMPLE_RATE)
     stretched = np.repeat(a, 2, axis=0)  # every frame twice: a perfect DTW match
@@ -89,6 +92,7 @@ def test_dtw_absorbs_time_stretch_but_not_a_different_sound() -> None:
     assert quality.dtw_distance(a, other) > 0.5
 
 
+@pytest.mark.unit
 def test_compare_reports_duration_ratio_and_gain_change() -> None:
     audio = _tone(1.0)
     result = quality.compare(audio, np.concatenate([audio, audio[:11025]]) * 0.9, SAMPLE_RATE)
@@ -119,6 +123,7 @@ def _tiny_model(path: Path) -> None:
     path.with_name(path.name + ".json").write_text('{"audio": {"sample_rate": 22050}}')
 
 
+@pytest.mark.unit
 def test_weight_only_manifest_and_config_copy(tmp_path: Path) -> None:
     src, dst = tmp_path / "tiny.onnx", tmp_path / "out" / "tiny-int8.onnx"
     _tiny_model(src)
@@ -141,6 +146,7 @@ def test_weight_only_manifest_and_config_copy(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.unit
 def test_calibration_reads_the_voice_config_as_the_daemon_does(tmp_path: Path) -> None:
     packaged = files.packaged_fp32()
     config = json.loads(packaged.config.read_text("utf-8"))
@@ -152,6 +158,7 @@ def test_calibration_reads_the_voice_config_as_the_daemon_does(tmp_path: Path) -
     assert (loaded.noise_scale, loaded.length_scale) == (0.5, 1.25)
 
 
+@pytest.mark.unit
 def test_registry_has_baseline_and_default() -> None:
     assert "naive-dynamic" in SCHEMES
     assert DEFAULT_SCHEME in SCHEMES
@@ -159,6 +166,7 @@ def test_registry_has_baseline_and_default() -> None:
         quantize(Path("unused.onnx"), Path("unused-int8.onnx"), "no-such-scheme", [])
 
 
+@pytest.mark.unit
 def test_existing_recipes_keep_their_fingerprints() -> None:
     # A changed fingerprint makes every installed build stale (`quantize --if-stale`
     # rebuilds it); Scheme fields added later must not move the existing schemes'.
@@ -170,6 +178,7 @@ def test_existing_recipes_keep_their_fingerprints() -> None:
     )
 
 
+@pytest.mark.unit
 def test_calibration_choices_are_part_of_the_recipe() -> None:
     import dataclasses
 
@@ -211,7 +220,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path
     yield first, second, naive
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_default_scheme_is_reproducible_and_pinned(built: tuple[Path, Path, Path]) -> None:
     first, second, _ = built
     assert first.read_bytes() == second.read_bytes()
@@ -226,7 +235,7 @@ def test_default_scheme_is_reproducible_and_pinned(built: tuple[Path, Path, Path
     assert all(t.data_location != TensorProto.EXTERNAL for t in model.graph.initializer)
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_default_scheme_speaks(built: tuple[Path, Path, Path], eval_ids: list[list[int]]) -> None:
     session = quality.load_session(built[0])
     ids = eval_ids[1]  # "Please remember to take your keys and close the garage ..."
@@ -238,7 +247,7 @@ def test_default_scheme_speaks(built: tuple[Path, Path, Path], eval_ids: list[li
     assert np.isfinite(audio).all()
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_default_scheme_sounds_like_fp32(
     built: tuple[Path, Path, Path], eval_ids: list[list[int]]
 ) -> None:
@@ -252,7 +261,7 @@ def test_default_scheme_sounds_like_fp32(
     assert default.worst_duration_deviation < 0.1
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_quantize_command_builds_once_and_verifies(tmp_path: Path) -> None:
     from .conftest import run_cli
 

@@ -25,7 +25,7 @@ from .support.disk import fill, small_tmpfs
 from .support.soundcard import VirtualSoundCard
 from .support.waiting import wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.daemon
 
 SAY = "edge-tts/testpi/say"
 EVENTS = "edge-tts/testpi/events"

@@ -13,6 +13,11 @@ from edge_tts.audio.ringbuffer import RingBuffer
 
 from .support.waiting import DEFAULT_TIMEOUT_S, wait_until
 
+pytestmark = [
+    pytest.mark.unit,
+    pytest.mark.serial,
+]  # serial: timing-sensitive
+
 NEVER = threading.Event()
 
 

@@ -17,6 +17,8 @@ from edge_tts.voice.registry import UnknownVoiceError, Voices
 
 from .support.fakes import FakeVoice
 
+pytestmark = pytest.mark.unit
+
 
 def fake(language: str, name: str) -> FakeVoice:
     voice = FakeVoice()

@@ -18,6 +18,8 @@ from edge_tts.voice.integrity import ModelIntegrityError
 
 from .support.fakes import FakeOutput, FakeVoice
 
+pytestmark = pytest.mark.unit
+
 TEXT = "The mail has arrived. Welcome home!"
 
 

@@ -17,7 +17,10 @@ from edge_tts.voice.model import Voice
 from .conftest import run_cli
 from .support.soundcard import VirtualSoundCard
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.daemon,
+    pytest.mark.serial,
+]  # serial: timing-sensitive
 
 
 def read_wav(path: Path) -> tuple[wave._wave_params, np.ndarray]:

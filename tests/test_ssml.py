@@ -39,6 +39,7 @@ SLOW = Style(rate=0.75)
 ZH = Style(language="zh-CN")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
@@ -94,6 +95,7 @@ def test_markup_becomes_spans_and_breaks(body: str, expected: Document) -> None:
     assert doc(body) == expected
 
 
+@pytest.mark.unit
 def test_namespaces_version_and_the_documents_language_are_accepted() -> None:
     text = (
         '<?xml version="1.0"?><speak version="1.1" xmlns="http://www.w3.org/2001/10/synthesis"'
@@ -102,6 +104,7 @@ def test_namespaces_version_and_the_documents_language_are_accepted() -> None:
     assert parse(text, max_chars=1000) == (Span("Hi"),)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
@@ -164,6 +167,7 @@ def test_bad_markup_is_refused_saying_what_and_where(text: str, reason: str) -> 
 EMPHASIS = Style(rate=0.92, volume=1.12)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("text", "expected", "note"),
     [  # what we do not support is read as its content, as the W3C and the vendors do
@@ -269,6 +273,7 @@ def test_what_we_do_not_support_is_read_as_its_content(
         assert any(note in n for n in notes), notes
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
@@ -284,6 +289,7 @@ def test_llm_markup_is_recovered_when_xml_refuses_it(body: str, expected: str) -
     assert notes and "HTML entities" in notes[0]
 
 
+@pytest.mark.unit
 def test_what_cannot_be_recovered_keeps_the_first_error() -> None:
     with pytest.raises(SsmlError, match=r"undefined entity at line 1, column 8"):
         parse("<speak>&bogus; &nbsp;</speak>", max_chars=100)
@@ -291,11 +297,13 @@ def test_what_cannot_be_recovered_keeps_the_first_error() -> None:
         parse("<speak>a & b</p></speak>", max_chars=100)  # recovered, still mismatched
 
 
+@pytest.mark.unit
 def test_text_that_is_not_utf8_is_refused_saying_where() -> None:
     with pytest.raises(SsmlError, match=r"SSML is not valid UTF-8 text \(character 10\)"):
         parse("<speak>caf\udce9</speak>", max_chars=100)  # what undecodable bytes become
 
 
+@pytest.mark.unit
 def test_nesting_and_size_are_bounded() -> None:
     deep = "<speak>" + "<s>" * 40 + "x" + "</s>" * 40 + "</speak>"
     with pytest.raises(SsmlError, match="nested more than 32 deep"):
@@ -304,6 +312,7 @@ def test_nesting_and_size_are_bounded() -> None:
         parse(f"<speak>{'x' * 1002}</speak>", max_chars=1000)
 
 
+@pytest.mark.unit
 def test_a_billion_laughs_is_refused_before_any_expansion() -> None:
     laughs = "".join(f'<!ENTITY l{i} "{f"&l{i - 1};" * 10}">' for i in range(1, 10))
     bomb = f'<!DOCTYPE speak [<!ENTITY l0 "lol">{laughs}]><speak>&l9;</speak>'
@@ -311,6 +320,7 @@ def test_a_billion_laughs_is_refused_before_any_expansion() -> None:
         parse(bomb, max_chars=10_000)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("text", "ssml"),
     [
@@ -334,6 +344,7 @@ def test_what_looks_like_ssml(text: str, ssml: bool) -> None:
     assert looks_like_ssml(text) is ssml
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "text",
     [
@@ -349,6 +360,7 @@ def test_what_looks_like_ssml_parses(text: str) -> None:
     assert parse(text, max_chars=1000) == (Span("Hi"),)
 
 
+@pytest.mark.unit
 def test_what_is_spoken_decides_the_digest_not_the_markup() -> None:
     plain = "Door open. Check the camera."
     assert spoken_digest(doc(plain)) == spoken_digest(plain)
@@ -394,6 +406,7 @@ def said(chunks: list[Chunk]) -> list[tuple[str, str, tuple[float, float]]]:
     return [(readable(c.text), c.voice.name, c.silence) for c in chunks]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
@@ -444,6 +457,7 @@ def test_spans_become_chunks_with_their_voice_and_silence(
     assert said(plan(body)) == expected
 
 
+@pytest.mark.unit
 def test_a_document_that_says_a_plain_text_makes_its_chunks() -> None:
     text = "Attention please, the next train is late. 下一班列车晚点了，请耐心等待。"
     plain = ROUTER.plan(text, EN, SpeechOptions())
@@ -453,6 +467,7 @@ def test_a_document_that_says_a_plain_text_makes_its_chunks() -> None:
     ]
 
 
+@pytest.mark.unit
 def test_prosody_sets_speed_and_gain_of_its_span_only() -> None:
     chunks = plan('Normal. <prosody rate="50%" volume="x-soft">Slow and soft.</prosody> Normal.')
     assert [(c.options.length_scale, c.options.volume) for c in chunks] == [
@@ -464,6 +479,7 @@ def test_prosody_sets_speed_and_gain_of_its_span_only() -> None:
     assert loud[0].options.volume == 2.0  # the engine's most
 
 
+@pytest.mark.unit
 def test_a_voice_or_language_not_configured_falls_back_to_the_text() -> None:
     assert said(plan('<lang xml:lang="de">Hallo</lang>')) == [("Hallo", "joe", (0, 0))]
     assert said(plan('<lang xml:lang="fr-FR">Bonjour</lang> 你好')) == [
@@ -485,6 +501,7 @@ def test_a_voice_or_language_not_configured_falls_back_to_the_text() -> None:
     ]
 
 
+@pytest.mark.unit
 def test_spans_naming_what_no_voice_reads_are_refused_saying_where() -> None:
     english_only = Router(SynthesisSettings())  # `say`: one voice
     with pytest.raises(ValueError, match=r"voice joe reads ipa phonemes, not x-pinyin"):
@@ -493,6 +510,7 @@ def test_spans_naming_what_no_voice_reads_are_refused_saying_where() -> None:
         plan('<phoneme alphabet="x-pinyin" ph="a1">a</phoneme>', english_only)
 
 
+@pytest.mark.unit
 def test_nothing_to_say_is_an_error_even_with_breaks() -> None:
     with pytest.raises(EmptyTextError):
         plan('<break time="1s"/>')
@@ -500,6 +518,7 @@ def test_nothing_to_say_is_an_error_even_with_breaks() -> None:
         plan('<s>  </s><mark name="x"/>')
 
 
+@pytest.mark.unit
 def test_private_use_characters_in_text_never_become_readings() -> None:
     forged = "\ue000kæt\ue002 \U000f0000"
     chunks = ROUTER.plan(forged + " dog", EN, SpeechOptions())
@@ -527,7 +546,7 @@ def spoken(chunk: Chunk) -> str:
     return " ".join(pinyin.to_symbols(chunk.text))
 
 
-@pytest.mark.slow
+@pytest.mark.model
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
@@ -568,7 +587,7 @@ def test_what_the_real_voices_are_given(
     assert [spoken(c) for c in chunks] == expected
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_a_phoneme_the_voice_lacks_is_refused_at_planning(
     real: tuple[Router, SpeechVoice, TwoStageVoice],
 ) -> None:
@@ -609,7 +628,7 @@ def quiet_runs(samples: np.ndarray) -> list[float]:
     return [(end - start) / 22050 for start, end in zip(edges[::2], edges[1::2], strict=True)]
 
 
-@pytest.mark.slow
+@pytest.mark.model
 @pytest.mark.parametrize(
     ("body", "where", "seconds"),
     [
@@ -634,6 +653,7 @@ def test_a_break_is_the_pause_at_its_place_within_50_ms(
     assert abs(gap - seconds) <= 0.05, runs
 
 
+@pytest.mark.unit
 def test_the_breaks_of_a_request_are_bounded_in_total() -> None:
     assert len(plan('x<break time="10s"/>' * 3 + "y")) == 4  # 30 s: the default limit
     with pytest.raises(ValueError, match=r"breaks add up to 40 s of silence; the limit is 30 s"):
@@ -642,6 +662,7 @@ def test_the_breaks_of_a_request_are_bounded_in_total() -> None:
     assert len(plan('x<break time="10s"/>' * 4 + "y", roomy)) == 5
 
 
+@pytest.mark.unit
 def test_a_break_marks_both_chunks_beside_it() -> None:
     chunks = plan('One.<break time="0ms"/>Two. Three.')
     assert [(c.text, c.silence, c.breaks) for c in chunks] == [

@@ -25,12 +25,14 @@ def speech(case: Case) -> str | Document:
     return case.text
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_each_document_says_what_it_must(case: Case) -> None:
     chunks = ROUTER.plan(speech(case), EN, SpeechOptions())
     assert " | ".join(readable(chunk.text) for chunk in chunks) == case.said
 
 
+@pytest.mark.unit
 def test_the_corpus_covers_every_vendor() -> None:
     assert {case.source for case in CASES} >= {
         "Azure Speech",
@@ -45,7 +47,7 @@ def test_the_corpus_covers_every_vendor() -> None:
 THROUGH_THE_VOICE = ("azure-voice-express-as", "azure-zh-voice", "polly-emphasis-and-xsampa")
 
 
-@pytest.mark.slow
+@pytest.mark.model
 @pytest.mark.parametrize("name", THROUGH_THE_VOICE)
 def test_a_few_documents_through_the_real_voices(
     real: tuple[Router, SpeechVoice, TwoStageVoice],  # noqa: F811

@@ -16,7 +16,7 @@ import pytest
 from .support.broker import Broker, Recorder
 from .support.daemon_proc import REPO, DaemonProcess, daemon_config
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.daemon
 
 SAY = "edge-tts/testpi/say"
 EVENTS = "edge-tts/testpi/events"

@@ -20,16 +20,19 @@ CASES = list(cases())
 LENIENT = list(lenient_cases())
 
 
+@pytest.mark.unit
 def test_the_valid_documents_the_cases_come_from_parse() -> None:
     for document in VALID:
         assert parse(document, max_chars=2000)
 
 
+@pytest.mark.unit
 def test_there_are_hundreds_of_cases_each_different() -> None:
     documents = [document for _, document in CASES]
     assert len(documents) > 200 and len(set(documents)) == len(documents)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("what", "document"), CASES, ids=[what for what, _ in CASES])
 def test_each_case_is_refused_saying_where(what: str, document: str) -> None:
     with pytest.raises(SsmlError, match=r"^SSML (line \d+, column \d+: |is not well-formed)"):
@@ -41,6 +44,7 @@ def _words(document: str) -> str:
     return "".join(p.text for p in pieces if isinstance(p, Span))
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("what", "document", "text"), LENIENT, ids=[w for w, _, _ in LENIENT])
 def test_each_unsupported_thing_is_read_as_its_content(what: str, document: str, text: str) -> None:
     """A foreign element or attribute in a valid document changes none of its words; a
@@ -54,7 +58,7 @@ def test_each_unsupported_thing_is_read_as_its_content(what: str, document: str,
         assert said == text
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_every_case_sent_to_the_daemon_gets_one_rejected_and_nothing_else(
     workdir: Path, broker: Broker, recorder: Recorder
 ) -> None:

@@ -10,6 +10,8 @@ from edge_tts.text.frontend import normalize
 from edge_tts.text.say_as import render
 from edge_tts.text.ssml import SsmlError, parse
 
+pytestmark = pytest.mark.unit
+
 
 def said(element: str, language: str = "en") -> str:
     pieces = parse(f"<speak>{element}</speak>", max_chars=1000)

@@ -17,6 +17,8 @@ from edge_tts.state import read as state_file
 from edge_tts.voice import builds
 from edge_tts.voice import tune_record as record
 
+pytestmark = pytest.mark.unit
+
 DEEP = "[" * 100_000 + "]" * 100_000
 
 

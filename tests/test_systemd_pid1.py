@@ -64,7 +64,7 @@ from .support.rootfs import (
 )
 from .support.waiting import wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.system
 
 UNIT = "edge-ttsd.service"
 CONFIG = "etc/edge-tts/edge-tts.yaml"

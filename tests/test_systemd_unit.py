@@ -31,6 +31,9 @@ from .support.daemon_proc import NotifySocket, daemon_config, wait_ready
 from .support.soundcard import VirtualSoundCard
 from .support.waiting import REQUEST_TIMEOUT_S, stop_process
 
+# Timing-sensitive (docs/development.md): scripts/test runs it outside the parallel workers.
+pytestmark = pytest.mark.serial
+
 REPO = Path(__file__).resolve().parents[1]
 UNIT = REPO / "systemd" / "edge-ttsd.service"
 SANDBOX = REPO / "tests" / "support" / "run_sandboxed.py"
@@ -61,6 +64,7 @@ def unit() -> run_sandboxed.Unit:
 # --- the unit's settings --------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_service_type_watchdog_and_restart_policy(unit: run_sandboxed.Unit) -> None:
     assert unit.get("Type") == "notify"
     assert unit.get("NotifyAccess") == "main"
@@ -78,6 +82,7 @@ def test_service_type_watchdog_and_restart_policy(unit: run_sandboxed.Unit) -> N
     assert unit.words("ExecReload") == ["/bin/sh", "-c", 'kill -HUP "$MAINPID"']  # the lexicon
 
 
+@pytest.mark.unit
 def test_identity_credentials_and_state(unit: run_sandboxed.Unit) -> None:
     assert unit.get("User") == "edge-tts"
     assert unit.words("SupplementaryGroups") == ["audio"]
@@ -88,6 +93,7 @@ def test_identity_credentials_and_state(unit: run_sandboxed.Unit) -> None:
     assert unit.get("UMask") == "0077"
 
 
+@pytest.mark.unit
 def test_hardening_settings(unit: run_sandboxed.Unit) -> None:
     expected = {
         "ProtectSystem": "strict",
@@ -151,7 +157,7 @@ def _verify(root: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_verify_prints_no_warning(tmp_path: Path) -> None:
     _needs_systemd_analyze()
     result = _verify(_verify_root(tmp_path, UNIT.read_text()))
@@ -160,7 +166,7 @@ def test_verify_prints_no_warning(tmp_path: Path) -> None:
     assert "edge-ttsd" not in output, output
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_verify_would_report_a_key_systemd_252_does_not_know(tmp_path: Path) -> None:
     """The check above can fail: a key from a newer systemd is reported."""
     _needs_systemd_analyze()
@@ -171,7 +177,7 @@ def test_verify_would_report_a_key_systemd_252_does_not_know(tmp_path: Path) -> 
     assert "Unknown key 'ImportCredential'" in result.stdout + result.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_security_exposure_is_at_most_2_5() -> None:
     _needs_systemd_analyze()
     result = subprocess.run(
@@ -244,7 +250,7 @@ def _stop(proc: subprocess.Popen[bytes], notify: NotifySocket) -> int:
         notify.close()
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_daemon_plays_inside_the_unit_seccomp_sandbox(
     rig: tuple[Path, Broker, Recorder, VirtualSoundCard],
 ) -> None:
@@ -270,7 +276,7 @@ def test_daemon_plays_inside_the_unit_seccomp_sandbox(
     assert "SIGSYS" not in log.read_text()
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_memory_deny_write_execute_breaks_playback(
     rig: tuple[Path, Broker, Recorder, VirtualSoundCard],
 ) -> None:
@@ -291,7 +297,7 @@ def test_memory_deny_write_execute_breaks_playback(
     assert "write+execute memory for ffi.callback()" in log.read_text()
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_synthesis_alone_runs_with_memory_deny_write_execute(tmp_path: Path) -> None:
     """Python, numpy and onnxruntime need no writable+executable memory (no JIT)."""
     out = tmp_path / "mdwe.wav"

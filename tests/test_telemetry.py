@@ -23,6 +23,8 @@ from edge_tts.core.telemetry import (
 )
 from edge_tts.daemon.periodic import Duty, Tick
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     "data",

@@ -6,6 +6,8 @@ from edge_tts.text import chinese_numbers as num
 from edge_tts.text import normalize, split_long, split_sentences
 from edge_tts.text.languages import expander_for
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("digits", "words"),

@@ -4,6 +4,8 @@ import pytest
 
 from edge_tts.text.clean import clean, is_speakable
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("raw", "cleaned"),

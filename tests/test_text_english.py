@@ -6,6 +6,8 @@ import pytest
 
 from edge_tts.text import normalize
 
+pytestmark = pytest.mark.unit
+
 # Every line of shared/corpus/announcements_en.txt with its exact normalized form.
 CORPUS = [
     ("The front door has been unlocked.", "The front door has been unlocked."),

@@ -11,6 +11,8 @@ from edge_tts.text import prepare as _prepare
 from edge_tts.text.languages import expander_for, primary_language
 from edge_tts.text.scripts import readable_scripts, script_of
 
+pytestmark = pytest.mark.unit
+
 
 def prepare(
     text: str, language: str = "en", max_chunk_chars: int = 200, first_chunk_chars: int = 60

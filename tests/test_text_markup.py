@@ -14,6 +14,8 @@ from edge_tts.voice.base import SpeechOptions
 
 from .support.fakes import FakeVoice
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("text", "said"),

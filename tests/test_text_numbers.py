@@ -4,6 +4,8 @@ import pytest
 
 from edge_tts.text import english_numbers as num
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("value", "words"),

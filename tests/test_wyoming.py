@@ -48,6 +48,8 @@ from edge_tts.wyoming.sentences import SentenceBuffer
 from .support.fakes import FakeDelivery, FakeOutput, FakeReporter, FakeVoice
 from .support.waiting import DEFAULT_TIMEOUT_S, wait_until
 
+pytestmark = pytest.mark.unit
+
 T = TypeVar("T")
 RATE = 22050
 LEAD_IN_MS = 200

@@ -25,7 +25,7 @@ from .support.broker import Broker, Recorder, free_port
 from .support.daemon_proc import DaemonProcess, daemon_config
 from .support.waiting import wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.daemon
 
 IDLE_TIMEOUT_S = 2
 MAX_CLIENTS = 2

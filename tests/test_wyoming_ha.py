@@ -30,7 +30,7 @@ from .support.daemon_proc import REPO, DaemonProcess, daemon_config
 from .support.homeassistant import HomeAssistant, ha_venv, wait_for
 from .support.rootfs import ci_cache
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.system
 
 TEXT = "The front door has been unlocked. Please check the garage before you leave."
 RATE = 22050

@@ -106,7 +106,7 @@ def _install(*packages: str) -> None:
             run(["apt-get", "update", "-qq"], 600)
             result = run(["apt-get", "install", "-y", "-qq", *missing], 900, env=env)
         if result.returncode != 0:
-            pytest.fail(f"cannot install {missing} (scripts/setup --test): {result.stderr}")
+            pytest.fail(f"cannot install {missing} (scripts/setup --test-all): {result.stderr}")
 
 
 def _installed(package: str) -> bool:

@@ -101,7 +101,7 @@ def require_root_and_tools() -> None:
         tool for tool in ("mosquitto", "mosquitto_passwd", "openssl") if not shutil.which(tool)
     ]
     if missing:
-        pytest.fail(f"missing {missing} (scripts/setup --test installs them)")
+        pytest.fail(f"missing {missing} (scripts/setup --test-all installs them)")
     if shutil.which("debootstrap") is None:
         result = run(["apt-get", "install", "-y", "-qq", "debootstrap"], 600)
         assert result.returncode == 0, f"cannot install debootstrap: {result.stderr}"

@@ -1,0 +1,121 @@
+"""The benchmarks do not rot and fail loudly: each one's command line parses, and a part
+that could not run (a missing tool, no samples, a target with nothing to judge) ends the
+run with exit status 2 and the reason, never a verdict on no data."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import http_load, report_io
+from bench.report_io import CANNOT_MEASURE, CannotMeasure, run_and_emit, target
+
+pytestmark = pytest.mark.unit
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+# Every module with a main() is a benchmark one runs as `python -m bench.NAME`.
+BENCHMARKS = sorted(
+    path.stem for path in BENCH.glob("*.py") if "\ndef main(" in path.read_text("utf-8")
+)
+
+
+def test_the_benchmarks_are_found() -> None:
+    assert {"http_load", "engine", "daemon_e2e", "soak", "intelligibility"} <= set(BENCHMARKS)
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_each_benchmarks_command_line_parses(
+    name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Importing it starts nothing (the unit tier's guard would say so) and --help prints
+    its options: its imports and its parser are whole."""
+    module = importlib.import_module(f"bench.{name}")
+    monkeypatch.setattr(sys, "argv", [f"bench.{name}", "--help"])
+    with pytest.raises(SystemExit) as exited:
+        module.main()
+    assert exited.value.code == 0
+    assert "usage:" in capsys.readouterr().out
+
+
+def _namespace(**values: Any) -> argparse.Namespace:
+    return argparse.Namespace(out=None, json=False, **values)
+
+
+def test_a_part_that_cannot_run_exits_2_with_its_reason(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def run(_args: argparse.Namespace) -> dict[str, Any]:
+        raise CannotMeasure("the peer did not start")
+
+    def report(_result: dict[str, Any]) -> None:
+        raise AssertionError("nothing to report")
+
+    assert run_and_emit(run, _namespace(), report) == CANNOT_MEASURE == 2
+    assert "cannot measure: the peer did not start" in capsys.readouterr().err
+
+
+def test_a_target_without_a_value_fails_the_run_after_the_report(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    result = {"targets": [target("p50 <= 1", None, None), target("errors == 0", 0, True)]}
+    printed: list[dict[str, Any]] = []
+    assert run_and_emit(lambda _: result, _namespace(), printed.append) == CANNOT_MEASURE
+    assert printed == [result]
+    assert "no value for p50 <= 1" in capsys.readouterr().err
+
+
+def test_verdicts_on_data_exit_0_or_1() -> None:
+    passed = {"targets": [target("errors == 0", 0, True)]}
+    failed = {"targets": [target("errors == 0", 3, False)]}
+    assert run_and_emit(lambda _: passed, _namespace(), lambda _: None) == 0
+    assert run_and_emit(lambda _: failed, _namespace(), lambda _: None, lambda _: False) == 1
+
+
+def test_no_samples_is_no_measurement() -> None:
+    with pytest.raises(CannotMeasure, match="no samples from locust"):
+        report_io.require_samples("locust", [])
+    report_io.require_samples("locust", [{"status": 200}])
+
+
+def test_http_load_without_locust_exits_2_before_starting_anything(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The run seen before: a table of None and PASS, exit 0. Now it names the command
+    that installs locust and starts no broker, daemon or server (this is a unit test: its
+    guard fails it if a process starts)."""
+    monkeypatch.setitem(sys.modules, "locust", None)  # import locust raises ImportError
+    assert http_load.main(["--seconds", "1", "--levels", "1"]) == CANNOT_MEASURE
+    err = capsys.readouterr().err
+    assert "locust is not installed" in err and report_io.INSTALL_BENCH in err
+
+
+def test_http_load_without_ab_exits_2_unless_told_to_skip_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "locust", types.ModuleType("locust"))
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert http_load.main(["--seconds", "1", "--levels", "1"]) == CANNOT_MEASURE
+    assert "ab is not on PATH: apt-get install apache2-utils" in capsys.readouterr().err
+
+
+def _level(ttfb_p50: float | None, errors: int = 0) -> dict[str, Any]:
+    pcts = {"p50": ttfb_p50, "p95": ttfb_p50, "p99": ttfb_p50}
+    return {"ttfb_ms": pcts, "errors": errors, "peak_rss_mb": 100.0}
+
+
+def test_http_load_judges_only_the_levels_it_ran() -> None:
+    ran = {"ours int8": {"1": _level(10.0)}, "piper-http fp32": {"1": _level(40.0)}}
+    names = [t["target"] for t in http_load.goals(ran)]
+    assert names == ["TTFB for 1 client (p50) <= 0.5 x Piper's", "no errors other than 503"]
+    assert all(t["verdict"] == "PASS" for t in http_load.goals(ran))
+
+
+def test_http_load_with_no_answer_at_a_level_has_no_verdict_there() -> None:
+    ran = {"ours int8": {"1": _level(None)}, "piper-http fp32": {"1": _level(40.0)}}
+    assert http_load.goals(ran)[0]["verdict"] == "n/a"  # and run_and_emit exits 2 on it
