@@ -162,6 +162,8 @@ FIXTURE_TIERS = {
     "conftest.py:recorder": "daemon",  # a client of that Mosquitto
     "test_daemon.py:recorder": "daemon",
     "test_http_daemon.py:server": "daemon",  # the daemon with its HTTP door
+    "test_http_hardening.py:server": "daemon",  # the same, with tight limits
+    "test_http_chromium.py:setup": "system",  # the daemon, for headless Chromium (system)
     "test_ssml_doors.py:daemon": "daemon",
     "test_systemd_unit.py:rig": "daemon",  # the unit's sandbox around the daemon
     "test_arm64.py:arm64_root": "system",  # debootstrap, qemu
