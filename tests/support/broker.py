@@ -33,6 +33,9 @@ class Broker:
         self.port = free_port()
         self.password_file = password_file  # mosquitto_passwd file: no anonymous clients
         self.tls = tls  # (server certificate, its key): TLS only on this listener
+        # Log every packet (set before start()): what the broker received, as it says it,
+        # for a test that must know rather than infer (e.g. that our PUBACK reached it).
+        self.log_packets = False
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -48,8 +51,9 @@ class Broker:
             else "allow_anonymous true\n"
         )
         tls = f"certfile {self.tls[0]}\nkeyfile {self.tls[1]}\n" if self.tls else ""
+        packets = "log_type all\n" if self.log_packets else ""
         conf.write_text(
-            f"listener {self.port} 127.0.0.1\n{tls}{auth}{stay}"
+            f"listener {self.port} 127.0.0.1\n{tls}{auth}{stay}{packets}"
             f"persistence true\npersistence_location {self.root}/\n"
             "autosave_interval 1\nmax_queued_messages 1000\n"
         )
@@ -61,12 +65,15 @@ class Broker:
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def stop(self) -> None:
+    def stop(self) -> int | None:
         """Stop Mosquitto (SIGKILL if SIGTERM is not enough); safe to call twice, and
-        after a failed start."""
+        after a failed start. Its exit status (None: it was not running): 0 only when it
+        saved its state on the way out; killed, it keeps only its last autosave, up to
+        2 s old, and may deliver again what it had since been acknowledged."""
         proc, self._proc = self._proc, None
-        if proc is not None:
-            stop_process(proc, timeout=10)
+        if proc is None:
+            return None
+        return stop_process(proc, timeout=10)
 
     def kill(self) -> None:
         """Kill Mosquitto at once (SIGKILL: a crash or power cut); start() brings it back on
