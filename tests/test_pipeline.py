@@ -220,6 +220,31 @@ def test_a_copy_that_comes_while_the_answer_goes_out_is_acknowledged(harness: Ha
     ]  # fmt: skip
 
 
+def test_a_copy_that_comes_as_the_request_finishes_gets_no_event_of_its_own(
+    harness: Harness,
+) -> None:
+    """The request's key is in the played store a moment before its `finished` goes out:
+    the broker's copy arriving then is the request still held, acknowledged with its
+    final event, not a second final event (`duplicate`) for the same request."""
+    copy = RecordedDelivery()
+    played = harness.pipeline.played
+    add = played.add
+
+    def added_then_a_copy(key: str) -> None:
+        add(key)  # `finished` is still to go out
+        payload = json.dumps({"text": "Twice.", "id": "twice"}).encode()
+        env = Envelope("t/pi/say", payload, time.monotonic(), redelivered=True, packet_id=9)
+        harness.pipeline.submit(Job(parse_say(env, 1000), [copy], harness.voice, SpeechOptions()))
+
+    played.add = added_then_a_copy  # type: ignore[method-assign]
+    harness.submit("Twice.", id="twice")
+    harness.reporter.wait("finished", "twice")
+    assert [kind for kind, rid, _ in harness.reporter.events if rid == "twice"] == [
+        "queued", "started", "finished"
+    ]  # fmt: skip
+    assert copy.acks == 1
+
+
 def test_redelivery_while_queued_is_merged(harness: Harness) -> None:
     harness.output.speedup = 2
     harness.submit(LONG, id="long")

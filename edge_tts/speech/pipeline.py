@@ -21,7 +21,7 @@ from ..text import EmptyTextError
 from .jobs import Chunk, Concluding, Job, PlanTask, Played, Reporter, StepTask
 from .playback import Playback, report_safely
 from .routing import Router
-from .schedule import ANSWERED, Schedule
+from .schedule import ANSWERED, PLAYED, Schedule
 from .synthesis import render
 
 _LOGGER = logging.getLogger(__name__)
@@ -105,17 +105,16 @@ class Pipeline:
             # Unacknowledged, so the broker redelivers it after the restart.
             self.reporter.deferred(job)
             return
-        if request.dedupe and request.key in self.played:
-            self.reporter.duplicate(job, "already played")
-            return
         if not request.dedupe:
             # A first delivery without a sender id: its key is topic + payload + packet id.
             # The broker reuses a packet id only once it is done with the message that had
             # it (or has lost our session), so an older played message with the same key
             # is not this one, and must not make this one's redelivery a "duplicate".
             self.played.discard(request.key)
-        position = self.schedule.enqueue(job)
-        if isinstance(position, str) and request.redelivered:
+        position = self.schedule.enqueue(job, self.played)
+        if position == PLAYED:
+            self.reporter.duplicate(job, PLAYED)
+        elif isinstance(position, str) and request.redelivered:
             # The broker's copy of a request we hold (sent again after a reconnect): it is
             # acknowledged with it, and that one's final event answers both.
             _LOGGER.info("Request %s came again from the broker; %s", request.id, position)

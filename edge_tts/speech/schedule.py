@@ -18,12 +18,13 @@ from typing import Protocol
 
 from ..audio.output import AudioOutput
 from ..messages.request import SayRequest
-from .jobs import ChunkTask, Job, PlanTask, StepTask, Task
+from .jobs import ChunkTask, Job, PlanTask, Played, StepTask, Task
 
 LOOKAHEAD_CHUNKS = 2  # synthesized but unplayed chunks of the playing request
 NEXT_JOB_CHUNKS = 1  # chunks prepared for the request that plays next
 _WAIT_S = 0.5  # how often a waiting thread re-checks the stop event
 ANSWERED = "already answered"  # enqueue(): the same request's final event is out
+PLAYED = "already played"  # enqueue(): the same request played to its end before
 
 
 class TaskClass(enum.IntEnum):
@@ -98,8 +99,11 @@ class Schedule:
 
     # --- intake -----------------------------------------------------------------------
 
-    def enqueue(self, job: Job) -> int | str | None:
-        """The queue position, why it is a duplicate, or None when the queue is full."""
+    def enqueue(self, job: Job, played: Played | None = None) -> int | str | None:
+        """The queue position, why it is a duplicate, or None when the queue is full.
+        A request held here is found before `played` (the keys played to their end) is
+        asked: one that is finishing is already in `played` while its final event is
+        still to go out, and a copy of it then is the broker's, answered with it."""
         with self._cond:
             twin = self._active_twin(job.request)
             if twin is not None and twin.concluded:
@@ -112,6 +116,8 @@ class Schedule:
                 twin.deliveries = [*twin.deliveries, *job.deliveries]
                 job.deliveries = []
                 return f"already {'playing' if twin is self._playing else 'queued'}"
+            if played is not None and job.request.dedupe and job.request.key in played:
+                return PLAYED
             if len(self._queue) >= self.size:
                 return None
             job.seq = next(self._seq)
