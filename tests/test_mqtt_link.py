@@ -15,7 +15,7 @@ from paho.mqtt.reasoncodes import ReasonCode
 from edge_tts.config import BrokerSettings, TlsSettings
 from edge_tts.messages.request import Envelope
 from edge_tts.mqtt.client import new_client
-from edge_tts.mqtt.link import Inbound, MqttLink, guard
+from edge_tts.mqtt.link import Inbound, MqttLink, OutageNoise, guard
 
 pytestmark = pytest.mark.unit
 
@@ -126,3 +126,17 @@ def test_a_refused_optional_subscription_does_not_stop_serving(
 
 def test_a_refused_own_subscription_means_not_serving() -> None:
     assert not subscribed([0x87, 1]).connected
+
+
+def test_a_broker_outage_is_no_error_in_the_journal() -> None:
+    """paho's own lines for an outage: the repeats dropped, a reset read a warning."""
+    quiet = OutageNoise()
+
+    def record(level: int, message: str) -> logging.LogRecord:
+        return logging.LogRecord("paho.mqtt.client", level, __file__, 1, message, None, None)
+
+    assert not quiet.filter(record(logging.ERROR, "Client is not connected"))
+    reset = record(logging.ERROR, "failed to receive on socket: [Errno 104] Connection reset")
+    assert quiet.filter(reset) and (reset.levelno, reset.levelname) == (logging.WARNING, "WARNING")
+    other = record(logging.ERROR, "something else went wrong")
+    assert quiet.filter(other) and other.levelno == logging.ERROR

@@ -33,13 +33,20 @@ _LOGGER = logging.getLogger(__name__)
 _UNSUPPORTED_PROTOCOL = (132, 1)
 
 
-class _OutageNoise(logging.Filter):
+class OutageNoise(logging.Filter):
     """paho's network loop logs an ERROR "Client is not connected" after every failed
-    reconnect during a broker outage, and once more as it ends after our clean disconnect.
-    Both are expected: the outage is logged once, as a warning, by `_handle_disconnect`."""
+    reconnect during a broker outage, and once more as it ends after our clean disconnect:
+    dropped. A broker that goes away while paho reads ("failed to receive on socket:
+    [Errno 104] Connection reset by peer", a broker restart) is a WARNING, not an ERROR in
+    the journal: the outage is expected, and `_handle_disconnect` logs it too."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "Client is not connected" not in record.getMessage()
+        message = record.getMessage()
+        if "Client is not connected" in message:
+            return False
+        if record.levelno > logging.WARNING and "failed to receive on socket" in message:
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
 
 
 def guard(handler: Callable[..., None]) -> Callable[..., None]:
@@ -86,7 +93,7 @@ class MqttLink:
         self.connects = 0
         self.on_connected: Callable[[], None] | None = None
         self._stopping = False
-        self._quiet = _OutageNoise()
+        self._quiet = OutageNoise()
         mqtt_client.PAHO_LOGGER.addFilter(self._quiet)
         self._client = self._make_client()
 
