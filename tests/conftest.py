@@ -161,6 +161,7 @@ FIXTURE_TIERS = {
     "conftest.py:broker": "daemon",  # Mosquitto
     "conftest.py:recorder": "daemon",  # a client of that Mosquitto
     "test_daemon.py:recorder": "daemon",
+    "test_daemon.py:serving": "daemon",  # one daemon for the malformed payloads
     "test_http_daemon.py:server": "daemon",  # the daemon with its HTTP door
     "test_http_hardening.py:server": "daemon",  # the same, with tight limits
     "test_http_chromium.py:setup": "system",  # the daemon, for headless Chromium (system)
