@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from aiohttp import web
 
+from ..text.scripts import script_of
 from . import fields
 from .audio_out import WAV_HEADER_BYTES, Answer, wav_bytes
 from .errors import ApiError
@@ -81,7 +82,7 @@ async def download(request: web.Request) -> web.Response:
 
 def expected_bytes(text: str, rate: int, speed: float | None) -> int:
     """The WAV a text is expected to make (see SECONDS_PER_CHAR)."""
-    han = sum(1 for c in text if "\u4e00" <= c <= "\u9fff")
+    han = sum(1 for c in text if script_of(c) == "CJK")
     seconds = ((len(text) - han) * SECONDS_PER_CHAR + han * SECONDS_PER_HAN) / (speed or 1.0)
     return WAV_HEADER_BYTES + round(seconds * rate) * 2
 
