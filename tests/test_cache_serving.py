@@ -29,6 +29,7 @@ from edge_tts.config import (
     settings_from_mapping,
 )
 from edge_tts.core.telemetry import Telemetry
+from edge_tts.daemon.app import FIGURES
 from edge_tts.messages.parse import parse_say
 from edge_tts.messages.request import BadRequest, Envelope, SayRequest
 from edge_tts.speech.cache_service import load_phrases
@@ -58,7 +59,7 @@ def fake_voice(delay: float = 0.0) -> FakeVoice:
 
 @pytest.fixture()
 def telemetry() -> Telemetry:
-    return Telemetry()
+    return Telemetry(figures=FIGURES)
 
 
 @pytest.fixture()
@@ -346,7 +347,7 @@ def test_the_pipeline_serves_hits_and_honours_the_opt_out(
         output=output,
         output_rate=22050,
         reporter=reporter,
-        telemetry=Telemetry(),
+        telemetry=Telemetry(figures=FIGURES),
         played=set(),
         cache=cache,
     )

@@ -13,6 +13,7 @@ import pytest
 
 from edge_tts.config import QueueSettings, SynthesisSettings
 from edge_tts.core.telemetry import Telemetry
+from edge_tts.daemon.app import FIGURES
 from edge_tts.messages.parse import parse_say
 from edge_tts.messages.request import Envelope, SayRequest
 from edge_tts.speech.dedupe import PlayedStore
@@ -45,7 +46,7 @@ class Harness:
             output=self.output,
             output_rate=22050,
             reporter=self.reporter,
-            telemetry=Telemetry(),
+            telemetry=Telemetry(figures=FIGURES),
             played=self.played,
         )
         self.pipeline.start()

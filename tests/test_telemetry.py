@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import threading
 import time
@@ -14,16 +15,41 @@ import pytest
 
 from edge_tts.core import telemetry
 from edge_tts.core.telemetry import (
-    DOORS,
     METRICS,
+    Door,
+    Figures,
     Telemetry,
     TelemetryPublisher,
     Window,
     process_stats,
 )
+from edge_tts.daemon.app import FIGURES
 from edge_tts.daemon.periodic import Duty, Tick
 
 pytestmark = pytest.mark.unit
+
+# The counters the daemon has always published (Home Assistant's sensors and fleets'
+# dashboards read them): declared by their parts now, the same names.
+DAEMON_COUNTERS = {
+    "received",
+    "played",
+    "rejected",
+    "expired",
+    "interrupted",
+    "errors",
+    "underruns",
+    "reconnects",
+    "duplicates",
+    "retained_skipped",
+    "deferred",
+    "wyoming_requests",
+    "wyoming_errors",
+    "cache_hits",
+    "cache_misses",
+    "http_requests",
+    "http_errors",
+    "http_busy",
+}
 
 
 @pytest.mark.parametrize(
@@ -71,7 +97,7 @@ def test_window_rejects_zero_length() -> None:
 
 
 def test_counting_from_many_threads_loses_nothing() -> None:
-    tel = Telemetry()
+    tel = Telemetry(figures=FIGURES)
 
     def hammer() -> None:
         for _ in range(20_000):
@@ -89,7 +115,7 @@ def test_counting_from_many_threads_loses_nothing() -> None:
 
 
 def test_unknown_names_fail_loudly() -> None:
-    tel = Telemetry()
+    tel = Telemetry(figures=FIGURES)
     with pytest.raises(KeyError):
         tel.count("recieved")
     with pytest.raises(KeyError):
@@ -99,7 +125,7 @@ def test_unknown_names_fail_loudly() -> None:
 
 
 def test_set_counter_overrides_and_count_adds() -> None:
-    tel = Telemetry()
+    tel = Telemetry(figures=FIGURES)
     tel.set_counter("underruns", 7)
     tel.count("errors", 3)
     tel.count("errors")
@@ -110,7 +136,7 @@ def test_set_counter_overrides_and_count_adds() -> None:
 
 
 def test_non_finite_samples_are_dropped() -> None:
-    tel = Telemetry()
+    tel = Telemetry(figures=FIGURES)
     tel.observe("real_time_factor", float("inf"))
     tel.observe("real_time_factor", float("nan"))
     tel.observe("real_time_factor", 0.25)
@@ -120,13 +146,13 @@ def test_non_finite_samples_are_dropped() -> None:
 
 
 def test_each_door_has_its_latency_and_only_local_playback_is_the_speakers() -> None:
-    tel = Telemetry()
+    tel = Telemetry(figures=FIGURES)
     tel.answered("mqtt", 300.0, 0.2)
     tel.answered("wyoming", 150.0, None)  # no audio: no real-time factor
     tel.answered("wyoming", float("nan"), 0.1)
     snap = json.loads(json.dumps(tel.snapshot({}), allow_nan=False))
     by_door = snap["latency_by_door"]
-    assert set(by_door) == set(DOORS)
+    assert set(by_door) == {door.name for part in FIGURES for door in part.doors}
     assert by_door["mqtt"]["time_to_first_audio_ms"]["p50"] == 300.0
     assert by_door["wyoming"]["time_to_first_audio_ms"]["count"] == 1
     assert by_door["wyoming"]["real_time_factor"]["p50"] == 0.1
@@ -138,7 +164,7 @@ def test_each_door_has_its_latency_and_only_local_playback_is_the_speakers() -> 
 
 
 def test_histograms_count_every_sample_cumulatively_by_door() -> None:
-    tel = Telemetry(window=2)  # the windows forget; the histograms do not
+    tel = Telemetry(window=2, figures=FIGURES)  # the windows forget; the histograms do not
     for ttfa in (25.0, 26.0, 400.0, 9000.0):
         tel.answered("http", ttfa, 0.2)
     tel.answered("http_say", 100.0, None)
@@ -154,7 +180,7 @@ def test_histograms_count_every_sample_cumulatively_by_door() -> None:
 
 
 def test_snapshot_is_json_and_complete() -> None:
-    tel = Telemetry()
+    tel = Telemetry(figures=FIGURES)
     for metric in METRICS:
         for value in (1.0, 2.0, 3.0):
             tel.observe(metric, value)
@@ -164,7 +190,7 @@ def test_snapshot_is_json_and_complete() -> None:
     assert {"ts", "uptime_s", "counters", "latency", "process", "queue_depth", "in_flight"} <= set(
         decoded
     )
-    assert set(decoded["counters"]) == set(Telemetry.COUNTERS)
+    assert set(decoded["counters"]) == DAEMON_COUNTERS
     assert decoded["counters"]["played"] == 2
     assert set(decoded["latency"]) == set(METRICS)
     for stats in decoded["latency"].values():
@@ -173,8 +199,47 @@ def test_snapshot_is_json_and_complete() -> None:
     assert decoded["uptime_s"] >= 0
 
 
+def test_telemetry_counts_only_what_its_parts_declare() -> None:
+    tel = Telemetry(figures=(Figures(counters=("pings",), doors=(Door("gopher", local=True),)),))
+    tel.count("pings")
+    tel.answered("gopher", 120.0, 0.3)
+    snap = tel.snapshot({})
+    assert snap["counters"] == {"pings": 1}
+    assert snap["latency"]["time_to_first_audio_ms"]["p50"] == 120.0  # type: ignore[index]
+    with pytest.raises(KeyError, match="unknown counter 'played'"):
+        tel.count("played")
+    with pytest.raises(KeyError, match="unknown door 'mqtt'"):
+        tel.answered("mqtt", 1.0, 1.0)
+
+
+def _named_in_code() -> tuple[set[str], set[str]]:
+    """The counter and door names the package passes as literals to the telemetry."""
+    counters: set[str] = set()
+    doors: set[str] = set()
+    for path in Path(telemetry.__file__).parents[1].rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            first = node.args[0] if node.args else None
+            if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+                continue
+            if node.func.attr in ("count", "set_counter"):
+                counters.add(first.value)
+            elif node.func.attr == "answered":
+                doors.add(first.value)
+    return counters, doors
+
+
+def test_every_name_the_code_counts_is_declared_by_a_part() -> None:
+    # A name no part declares would raise KeyError on a path tests may never take.
+    counters, doors = _named_in_code()
+    assert counters and doors  # the scan finds the calls it checks
+    assert counters <= {name for part in FIGURES for name in part.counters}
+    assert doors <= {door.name for part in FIGURES for door in part.doors}
+
+
 def test_gauges_cannot_clobber_fixed_keys() -> None:
-    snap = Telemetry().snapshot({"counters": "oops", "queue_depth": 0})
+    snap = Telemetry(figures=FIGURES).snapshot({"counters": "oops", "queue_depth": 0})
     assert isinstance(snap["counters"], dict)
     assert snap["queue_depth"] == 0
 
@@ -224,7 +289,7 @@ def test_soc_temperature_is_none_when_unreadable(
 
 
 def test_memory_stays_flat_over_many_observations() -> None:
-    tel = Telemetry(window=1000)
+    tel = Telemetry(window=1000, figures=FIGURES)
 
     def record(n: int) -> None:
         for i in range(n):
@@ -265,7 +330,9 @@ def ticking(publisher: TelemetryPublisher, every: float) -> Tick:
 
 def test_publisher_publishes_at_the_interval_and_stops_promptly() -> None:
     recorder = _Recorder()
-    tick = ticking(TelemetryPublisher(Telemetry(), lambda: {"queue_depth": 0}, recorder), 0.1)
+    tick = ticking(
+        TelemetryPublisher(Telemetry(figures=FIGURES), lambda: {"queue_depth": 0}, recorder), 0.1
+    )
     started = time.monotonic()
     tick.start()
     try:
@@ -285,7 +352,7 @@ def test_publisher_publishes_at_the_interval_and_stops_promptly() -> None:
 
 def test_publisher_survives_a_publish_that_raises(caplog: pytest.LogCaptureFixture) -> None:
     recorder = _Recorder(fail_first=2)
-    tick = ticking(TelemetryPublisher(Telemetry(), dict, recorder), 0.05)
+    tick = ticking(TelemetryPublisher(Telemetry(figures=FIGURES), dict, recorder), 0.05)
     tick.start()
     try:
         assert recorder.got_two.wait(timeout=30)
@@ -299,7 +366,7 @@ def test_publisher_survives_failing_gauges() -> None:
     def broken_gauges() -> dict[str, object]:
         raise RuntimeError("queue gone")
 
-    publisher = TelemetryPublisher(Telemetry(), broken_gauges, _Recorder())
+    publisher = TelemetryPublisher(Telemetry(figures=FIGURES), broken_gauges, _Recorder())
     assert publisher.publish_once() is False
 
 
@@ -307,7 +374,7 @@ def test_stop_without_start_is_harmless(caplog: pytest.LogCaptureFixture) -> Non
     """A daemon that fails to start stops its parts, started or not: no wait, no noise."""
     recorder = _Recorder()
     began = time.monotonic()
-    ticking(TelemetryPublisher(Telemetry(), dict, recorder), 1).stop(timeout=30)
+    ticking(TelemetryPublisher(Telemetry(figures=FIGURES), dict, recorder), 1).stop(timeout=30)
     assert time.monotonic() - began < 5  # no join on a thread that never ran
     assert recorder.times == [] and recorder.snapshots == []
     assert caplog.records == []

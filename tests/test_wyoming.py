@@ -33,6 +33,7 @@ from wyoming.tts import (
 from edge_tts.audio.dsp import ms_to_frames
 from edge_tts.config import AudioSettings, Settings, SynthesisSettings, WyomingSettings
 from edge_tts.core.telemetry import Telemetry
+from edge_tts.daemon.app import FIGURES
 from edge_tts.messages.request import Priority, SayRequest
 from edge_tts.speech.jobs import Job, StepTask
 from edge_tts.speech.pipeline import Pipeline
@@ -70,7 +71,7 @@ class Rig:
         self.voices = Voices(self.settings, made={"default": self.voice})
         self.output = FakeOutput(speedup=50)
         self.reporter = FakeReporter()
-        self.telemetry = Telemetry()
+        self.telemetry = Telemetry(figures=FIGURES)
         self.pipeline = Pipeline(
             SynthesisSettings(max_concurrent=2),
             self.settings.queue,

@@ -10,10 +10,19 @@ cache: store, lookup, pre-renderer).
 docs/synthesis.md: Phrase cache.
 """
 
+from ..core.telemetry import Figures
 from .serving import ChunkAudio, PhraseCache
 from .store import CacheStore
 
+FIGURES = Figures(
+    counters=(
+        "cache_hits",  # chunks served from the phrase cache
+        "cache_misses",  # chunks looked up there and synthesized
+    )
+)
+
 __all__ = [
+    "FIGURES",
     "CacheStore",
     "ChunkAudio",
     "PhraseCache",

@@ -14,6 +14,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -30,12 +31,6 @@ METRICS: tuple[str, ...] = (
     "synthesis_ms",
 )
 
-# Where requests come in. An answer's latency goes into its door's windows
-# (`latency_by_door`); those played here (LOCAL_DOORS) also into `latency`, the speaker's
-# own figures (what Home Assistant's sensors show). "http" is audio sent to an HTTP client;
-# "http_say" a request of its /say, played here.
-DOORS: tuple[str, ...] = ("mqtt", "wyoming", "http", "http_say")
-LOCAL_DOORS: tuple[str, ...] = ("mqtt", "http_say")
 DOOR_METRICS: tuple[str, ...] = ("time_to_first_audio_ms", "real_time_factor")
 
 # Upper bounds of the cumulative histograms (`histograms()`, what /metrics exposes): a
@@ -107,6 +102,26 @@ class Histogram:
         return buckets, self.total, running
 
 
+@dataclass(frozen=True)
+class Door:
+    """Where requests come in, as its answers' latency is labelled (`latency_by_door`).
+    A `local` door's requests play here: their latency also goes into `latency`, the
+    speaker's own figures (what Home Assistant's sensors show)."""
+
+    name: str
+    local: bool = False
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What one part counts: its counters and its doors. Each part declares its own (the
+    engine, the cache, each front door: their package's `FIGURES`), and the program that
+    wires them hands them all to `Telemetry`, which knows none of them by name."""
+
+    counters: tuple[str, ...] = ()
+    doors: tuple[Door, ...] = ()
+
+
 HistogramKey = tuple[str, str | None]  # (metric, door): door None is `latency`'s own
 
 
@@ -118,35 +133,18 @@ class Telemetry:
     """Thread-safe counters, latency windows and histograms; one lock, held only for O(1)
     updates."""
 
-    COUNTERS: tuple[str, ...] = (
-        "received",
-        "played",
-        "rejected",
-        "expired",
-        "interrupted",
-        "errors",
-        "underruns",
-        "reconnects",
-        "duplicates",
-        "retained_skipped",
-        "deferred",
-        "wyoming_requests",  # responses the Wyoming server started
-        "wyoming_errors",  # Wyoming clients answered with an error, or dropped
-        "cache_hits",  # chunks served from the phrase cache
-        "cache_misses",  # chunks looked up there and synthesized
-        "http_requests",  # requests the HTTP server answered
-        "http_errors",  # HTTP requests answered with an error (4xx, 5xx), or dropped
-        "http_busy",  # HTTP requests or connections turned away with 503: a bound was reached
-    )
-
-    def __init__(self, window: int = 1000) -> None:
+    def __init__(self, window: int = 1000, figures: Iterable[Figures] = ()) -> None:
+        """`figures`: every part's counters and doors; counting anything else is an error."""
+        parts = tuple(figures)
+        doors = [door for part in parts for door in part.doors]
         self._lock = threading.Lock()
-        self._counters = dict.fromkeys(self.COUNTERS, 0)
+        self._counters = dict.fromkeys((name for part in parts for name in part.counters), 0)
         self._windows = {metric: Window(window) for metric in METRICS}
-        self._doors = {door: {m: Window(window) for m in DOOR_METRICS} for door in DOORS}
+        self._doors = {d.name: {m: Window(window) for m in DOOR_METRICS} for d in doors}
+        self._local = frozenset(d.name for d in doors if d.local)
         self._histograms: dict[HistogramKey, Histogram] = {
             **{(m, None): Histogram(_buckets(m)) for m in METRICS},
-            **{(m, d): Histogram(_buckets(m)) for d in DOORS for m in DOOR_METRICS},
+            **{(m, d.name): Histogram(_buckets(m)) for d in doors for m in DOOR_METRICS},
         }
         self._started = time.monotonic()
 
@@ -169,12 +167,12 @@ class Telemetry:
         """One answer's time to first audio and real-time factor (None: not known)."""
         windows = self._doors.get(door)
         if windows is None:
-            raise KeyError(f"unknown door {door!r}; known: {', '.join(DOORS)}")
+            raise KeyError(f"unknown door {door!r}; known: {', '.join(self._doors)}")
         for metric, value in (("time_to_first_audio_ms", ttfa_ms), ("real_time_factor", rtf)):
             if value is None:
                 continue
             self._add(windows[metric], (metric, door), value)
-            if door in LOCAL_DOORS:
+            if door in self._local:
                 self._add(self._windows[metric], (metric, None), value)
 
     def _add(self, window: Window, key: HistogramKey, value: float) -> None:
@@ -219,7 +217,7 @@ class Telemetry:
 
     def _counter_key(self, name: str) -> str:
         if name not in self._counters:
-            raise KeyError(f"unknown counter {name!r}; known: {', '.join(self.COUNTERS)}")
+            raise KeyError(f"unknown counter {name!r}; known: {', '.join(self._counters)}")
         return name
 
 

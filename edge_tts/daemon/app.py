@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .. import cache, http, mqtt, speech, wyoming
 from ..audio.sinks import open_output
 from ..config import ConfigError, Settings, TextSettings
 from ..core.lifecycle import Part, Parts, nothing
@@ -53,6 +54,9 @@ _LOGGER = logging.getLogger(__name__)
 
 STOP_TIMEOUT_S = 5.0
 HEALTH_INTERVAL_S = 5.0  # without a systemd watchdog to pace it
+# What the telemetry counts: every part's own counters and doors, whether or not the part
+# is enabled, so the published document has the same keys on every device.
+FIGURES = (speech.FIGURES, cache.FIGURES, mqtt.FIGURES, wyoming.FIGURES, http.FIGURES)
 
 
 class StartupRefused(RuntimeError):
@@ -73,7 +77,7 @@ class Daemon:
         self._reload = reload
         self.stop_event = threading.Event()
         self.topics = Topics(s.topic_prefix, s.device_id, s.hermes.enabled)
-        self.telemetry = Telemetry()
+        self.telemetry = Telemetry(figures=FIGURES)
         try:
             self.voices = Voices(s)
         except (files.VoiceNotFoundError, VoiceDirError) as err:

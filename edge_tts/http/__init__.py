@@ -14,6 +14,19 @@ metrics.py     /metrics: the telemetry in Prometheus' format
 fields.py      a JSON body within bounds, and its fields' checks
 errors.py      errors in OpenAI's JSON shape
 
-Nothing is imported here: aiohttp and prometheus_client (12 MB of RSS) load only in a
-daemon whose `http.uri` is set (daemon/app.py imports door.py then).
+Only its figures (what telemetry counts for it) are here: aiohttp and prometheus_client
+(12 MB of RSS) load only in a daemon whose `http.uri` is set (daemon/app.py imports
+door.py then).
 """
+
+from ..core.telemetry import Door, Figures
+
+# "http": audio sent to an HTTP client; "http_say": a request of its /say, played here.
+FIGURES = Figures(
+    counters=(
+        "http_requests",  # requests the HTTP server answered
+        "http_errors",  # HTTP requests answered with an error (4xx, 5xx), or dropped
+        "http_busy",  # HTTP requests or connections turned away with 503: a bound was reached
+    ),
+    doors=(Door("http"), Door("http_say", local=True)),
+)

@@ -56,7 +56,7 @@ class SayRequest:
     response_topic: str | None = None
     correlation_data: bytes | None = None
     hermes: Hermes | None = None
-    door: str = "mqtt"  # where it came in: its telemetry label (core/telemetry.py DOORS)
+    door: str = "mqtt"  # where it came in: its telemetry label (a door of its package's FIGURES)
     # SSML (text/ssml.py) as parsed: what is said. `text` is then the markup as it came.
     document: Document | None = None
 

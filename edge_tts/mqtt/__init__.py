@@ -7,3 +7,7 @@ intake.py         MQTT message → job → pipeline
 reporter.py       what became of a request, published as events
 online_gate.py    `edge-ttsd wait-online`: wait for this device's retained `online`
 """
+
+from ..core.telemetry import Door, Figures
+
+FIGURES = Figures(counters=("reconnects", "retained_skipped"), doors=(Door("mqtt", local=True),))

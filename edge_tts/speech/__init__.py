@@ -20,3 +20,20 @@ dedupe.py     which requests were already played, across restarts
 oneshot.py    `edge-ttsd say`: one request through the same pipeline and outputs
 readout.py    `edge-ttsd explain`: how a text is read, chunk by chunk, without synthesis
 """
+
+from ..core.telemetry import Figures
+
+# The requests' fates, whichever door they came in by; `underruns` is the speaker's total.
+FIGURES = Figures(
+    counters=(
+        "received",
+        "played",
+        "rejected",
+        "expired",
+        "interrupted",
+        "errors",
+        "underruns",
+        "duplicates",
+        "deferred",
+    )
+)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from .. import cache
 from ..audio.output import AudioOutput
 from ..config import QueueSettings, SynthesisSettings
 from ..core.lifecycle import Part, Parts, nothing
@@ -19,6 +20,7 @@ from ..messages.events import FinalKind
 from ..messages.request import SayRequest
 from ..text.document import Document
 from ..voice.base import SpeechOptions, SpeechVoice
+from . import FIGURES
 from .jobs import Job
 from .pipeline import Pipeline
 from .routing import Router
@@ -110,7 +112,7 @@ def say(
         output=output,
         output_rate=voice.sample_rate,
         reporter=reporter,
-        telemetry=Telemetry(),
+        telemetry=Telemetry(figures=(FIGURES, cache.FIGURES)),
         played=set[str](),  # nothing to deduplicate: one request
         router=router,
     )

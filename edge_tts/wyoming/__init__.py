@@ -10,6 +10,15 @@ sentences.py   streamed text into complete sentences
 info.py        the answer to `describe`: every configured voice
 """
 
+from ..core.telemetry import Door, Figures
 from .server import WyomingServer
 
-__all__ = ["WyomingServer"]
+FIGURES = Figures(
+    counters=(
+        "wyoming_requests",  # responses the Wyoming server started
+        "wyoming_errors",  # Wyoming clients answered with an error, or dropped
+    ),
+    doors=(Door("wyoming"),),
+)
+
+__all__ = ["FIGURES", "WyomingServer"]
