@@ -13,7 +13,8 @@ import numpy as np
 import psutil
 import pytest
 
-from edge_tts.core import telemetry
+from edge_tts.core import host
+from edge_tts.core.host import process_stats
 from edge_tts.core.telemetry import (
     METRICS,
     Door,
@@ -21,7 +22,6 @@ from edge_tts.core.telemetry import (
     Telemetry,
     TelemetryPublisher,
     Window,
-    process_stats,
 )
 from edge_tts.daemon.app import FIGURES
 from edge_tts.daemon.periodic import Duty, Tick
@@ -216,7 +216,7 @@ def _named_in_code() -> tuple[set[str], set[str]]:
     """The counter and door names the package passes as literals to the telemetry."""
     counters: set[str] = set()
     doors: set[str] = set()
-    for path in Path(telemetry.__file__).parents[1].rglob("*.py"):
+    for path in Path(host.__file__).parents[1].rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
@@ -276,16 +276,16 @@ def test_soc_temperature_reads_the_thermal_zone(
 ) -> None:
     zone = tmp_path / "temp"
     zone.write_text("48312\n")
-    monkeypatch.setattr(telemetry, "THERMAL_ZONE", zone)
-    assert telemetry.soc_temperature() == 48.3
+    monkeypatch.setattr(host, "THERMAL_ZONE", zone)
+    assert host.soc_temperature() == 48.3
 
 
 def test_soc_temperature_is_none_when_unreadable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(telemetry, "THERMAL_ZONE", tmp_path / "missing")
+    monkeypatch.setattr(host, "THERMAL_ZONE", tmp_path / "missing")
     monkeypatch.setattr(psutil, "sensors_temperatures", lambda: {}, raising=False)
-    assert telemetry.soc_temperature() is None
+    assert host.soc_temperature() is None
 
 
 def test_memory_stays_flat_over_many_observations() -> None:

@@ -22,7 +22,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from ..core.telemetry import Telemetry, soc_temperature
+from ..core.host import soc_temperature
+from ..core.telemetry import Telemetry
 
 PREFIX = "edge_tts"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
