@@ -9,14 +9,13 @@ dotted key paths in every message.
 """
 
 from .checks import ConfigError
+from .credentials import HTTP_TOKEN_CREDENTIAL, PASSWORD_CREDENTIAL
 from .loader import config_keys, default_settings, load_settings, settings_from_mapping
 from .sections import (
     AUTO_BUILD,
-    HTTP_TOKEN_CREDENTIAL,
     LOG_LEVELS,
     MQTT_PORT,
     MQTTS_PORT,
-    PASSWORD_CREDENTIAL,
     PROTOCOLS,
     SINKS,
     AudioSettings,
@@ -24,7 +23,6 @@ from .sections import (
     CacheSettings,
     HermesSettings,
     HomeAssistantSettings,
-    HttpSettings,
     QueueSettings,
     Settings,
     SynthesisSettings,
@@ -32,8 +30,8 @@ from .sections import (
     TextSettings,
     TlsSettings,
     VoiceSettings,
-    WyomingSettings,
 )
+from .servers import HttpSettings, WyomingSettings
 
 __all__ = [
     "AUTO_BUILD",

@@ -25,7 +25,8 @@ from .checks import (
     rules_of,
     show,
 )
-from .sections import PASSWORD_CREDENTIAL, Settings
+from .credentials import PASSWORD_CREDENTIAL
+from .sections import Settings
 
 _S = TypeVar("_S", bound=Checked)
 
