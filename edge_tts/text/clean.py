@@ -156,6 +156,24 @@ def unjoined(text: str) -> str:
     return text.replace(UNIT_JOINER, " ")
 
 
+_CLOSERS: Final = "\"')]"
+
+
+def _ends_sentence(match: re.Match[str], *, before_name: bool) -> bool:
+    """Whether the period an abbreviation swallowed was also the end of the sentence."""
+    after = match.string[match.end() : match.end() + 2]
+    if not after or after[0] in _CLOSERS:
+        return True
+    # A title's period is followed by the capitalised name, which is no new sentence.
+    return not before_name and after[0] == " " and (after[1:].isupper() or after[1:].isdigit())
+
+
+def period(match: re.Match[str], *, before_name: bool = False) -> str:
+    """The sentence period to put back after an expansion (an abbreviation, a unit, a
+    time) that consumed its match's group "dot"."""
+    return "." if match.group("dot") and _ends_sentence(match, before_name=before_name) else ""
+
+
 def tidy(text: str) -> str:
     """Collapse whitespace, drop spaces before punctuation and reduce punctuation runs."""
     text = " ".join(text.split())

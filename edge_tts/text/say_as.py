@@ -19,7 +19,7 @@ from . import chinese_numbers as zh_num
 from . import english_numbers as en_num
 from . import say_as_words as words
 from .document import SayAs
-from .english import MONTHS
+from .english_dates import MONTHS
 from .languages import primary_language
 
 DATE_FORMATS: Final = ("mdy", "dmy", "ymd", "ydm", "md", "dm", "ym", "my", "y", "m", "d")
