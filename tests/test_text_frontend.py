@@ -416,6 +416,10 @@ def test_shortening_the_first_chunk_adds_no_space_to_chinese() -> None:
             "December twenty-first, twenty twenty-six",
         ),
         ("Call the front desk at 555-0100 extension 4321", "five five five, zero one zero zero"),
+        (
+            "Expect between 1,250-1,480 visitors at the northern entrance today",
+            "one thousand two hundred fifty to one thousand four hundred eighty",
+        ),
     ],
 )
 def test_no_chunk_is_cut_inside_a_number(text: str, unit: str, first_chunk_chars: int) -> None:

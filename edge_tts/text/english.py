@@ -249,7 +249,7 @@ _RULES: Final[tuple[Rule, ...]] = (
     (_MONEY, _unit(_money)),
     (_MONEY_AFTER, _unit(_money)),
     *_joined(units.MEASURES),
-    *units.RANGES,
+    units.NUMBER_SLASH,
     *_JOINING_SYMBOLS,
     (_LETTER_DIGIT, " "),
     *_joined((units.CARDINAL,)),

@@ -177,12 +177,9 @@ MEASURES: Final[tuple[Reader, ...]] = (
     (_FRACTION, _fraction),
     (_MEASURE, _measure),
     (_AMPS, _amps),
+    (_RANGE, _range),  # bare: "1200-1500", as years when both look like one
 )
 DOTTED: Final[Reader] = (_DOTTED, _dotted)
-# A bare range ("1200-1500": as years when both look like one), and the slash between
-# two numbers read as a pause.
-RANGES: Final[tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]] = (
-    (_RANGE, _range),
-    (_NUMBER_SLASH, " "),
-)
+# The slash between two numbers ("24/7") read as a pause.
+NUMBER_SLASH: Final = (_NUMBER_SLASH, " ")
 CARDINAL: Final[Reader] = (re.compile(SIGNED), _cardinal)
