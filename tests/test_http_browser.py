@@ -10,8 +10,8 @@ import pytest
 
 from edge_tts.config import settings_from_mapping
 from edge_tts.http import browser
+from edge_tts.http.admission import client_key
 from edge_tts.http.browser import Hosts, Refusal
-from edge_tts.http.door import client_key
 
 pytestmark = pytest.mark.unit
 

@@ -2,7 +2,8 @@
 this device without MQTT: speech streamed back to the client, /say played here, health
 and Prometheus metrics. One more front door to the same engine (speech/).
 
-door.py        the part: listening, the connection limit, aiohttp's own errors, stop
+door.py        the part: listening, start and stop
+admission.py   which connections are served: limits in all and per client, the 503
 routes.py      the application: routes, the token, CORS, errors into JSON
 shared.py      what every route shares
 speech_api.py  OpenAI's /v1/audio/speech and Piper's /synthesize, streamed
