@@ -2,7 +2,7 @@
 synthesis, and configured phrases rendered ahead, at the best quality, while idle.
 
 key.py (what makes two chunks the same) → entry.py (one file: audio and checksum) →
-store.py (the directory, its index, LRU) → serving.py (`PhraseCache.audio()`, the hook
+store.py (the directory; recency.py its index, LRU) → serving.py (`PhraseCache.audio()`, the hook
 where the pipeline gets a chunk's voice audio); phrase_voice.py opens the build that
 renders phrases (voice/builds.py says which). The engine runs it: speech/prerender.py
 (the idle work that renders phrases ahead) and speech/cache_service.py (the daemon's

@@ -27,7 +27,6 @@ import os
 import re
 import secrets
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -36,6 +35,7 @@ import numpy as np
 from ..state.read import read_bounded
 from .entry import CorruptEntry, Entry, decode, encode
 from .key import ChunkKey
+from .recency import Recency
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -65,9 +65,7 @@ class CacheStore:
         self.problem: str | None = None  # why nothing can be stored now, if so
         self.discarded = 0  # corrupt or truncated entries found and removed
         self._lock = threading.Lock()
-        self._index: OrderedDict[str, int] = OrderedDict()  # digest → bytes, oldest first
-        self._bytes = 0
-        self._pinned: frozenset[str] = frozenset()
+        self._index = Recency(max_bytes, max_entries)
         self._scanned = False
 
     # --- start --------------------------------------------------------------------------
@@ -76,40 +74,22 @@ class CacheStore:
         """Index what a previous run left; a directory that cannot be made degrades."""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            found = self._scan()
+            found, too_large = _scan(self.directory, self.max_entry_bytes)
+            self.discarded += too_large
         except OSError as err:
             self._fail("open", err)
             return
         with self._lock:
             for digest, size in found:
-                self._index[digest] = size
-                self._bytes += size
+                self._index.add(digest, size)
             self._scanned = True
             self._evict(0)  # max_mb may have shrunk since
         _LOGGER.info(
-            "Phrase cache %s: %d entries, %.1f MiB", self.directory, len(found), self._bytes / 2**20
+            "Phrase cache %s: %d entries, %.1f MiB",
+            self.directory,
+            len(found),
+            self._index.bytes / 2**20,
         )
-
-    def _scan(self) -> list[tuple[str, int]]:
-        entries = []
-        for item in os.scandir(self.directory):
-            if item.name.startswith(".") and item.name.endswith(".tmp"):
-                with contextlib.suppress(OSError):  # left by a crash mid-write
-                    os.unlink(item.path)
-            elif _NAME.match(item.name) and item.is_dir():
-                with contextlib.suppress(OSError):  # put() reports it if it is in the way
-                    self._set_aside(Path(item.path))
-            elif _NAME.match(item.name):
-                stat = item.stat()
-                if stat.st_size > self.max_entry_bytes:  # no entry stored is that large
-                    _LOGGER.warning("Discarding cache entry %s: %d bytes", item.name, stat.st_size)
-                    self.discarded += 1
-                    with contextlib.suppress(OSError):
-                        os.unlink(item.path)
-                    continue
-                entries.append((stat.st_mtime, item.name[:-4], stat.st_size))
-        entries.sort()
-        return [(digest, size) for _, digest, size in entries]
 
     # --- reading ------------------------------------------------------------------------
 
@@ -131,7 +111,7 @@ class CacheStore:
         except IsADirectoryError:  # made by hand: put() may store the entry again
             self._drop(key.digest)
             with contextlib.suppress(OSError):  # put() reports it if it is in the way
-                self._set_aside(path)
+                _set_aside(path)
             return None
         except OSError as err:
             _LOGGER.warning("Cannot read cache entry %s: %s", path, err.strerror or err)
@@ -142,8 +122,7 @@ class CacheStore:
             self.discard(key.digest)
             return None
         with self._lock:
-            if key.digest in self._index:
-                self._index.move_to_end(key.digest)
+            self._index.touch(key.digest)
         with contextlib.suppress(OSError):
             os.utime(path)  # recency for the next start's order
         return entry
@@ -185,28 +164,16 @@ class CacheStore:
         try:
             os.replace(temp, path)
         except IsADirectoryError:
-            self._set_aside(path)
+            _set_aside(path)
             os.replace(temp, path)
-        self._index[digest] = size
-        self._bytes += size
+        self._index.add(digest, size)
         return True
 
     def _evict(self, size: int) -> bool:
-        """Remove the least recently used unpinned entries until `size` more bytes (and,
-        with a size, one more entry) fit; False, removing nothing, when they cannot. A
-        phrase never pushes out another: the phrases beyond max_mb stay out, rather than
-        each pass of the pre-renderer evicting the ones the last pass rendered."""
-        over_bytes = self._bytes + size - self.max_bytes
-        over_count = len(self._index) + (1 if size else 0) - self.max_entries
-        victims: list[str] = []
-        for digest, bytes_ in self._index.items():
-            if over_bytes <= 0 and over_count <= 0:
-                break
-            if digest not in self._pinned:
-                victims.append(digest)
-                over_bytes -= bytes_
-                over_count -= 1
-        if over_bytes > 0 or over_count > 0:
+        """Make room for `size` more bytes (`Recency.victims`); False, removing nothing,
+        when they cannot fit."""
+        victims = self._index.victims(size)
+        if victims is None:
             return False
         for digest in victims:
             self._remove(digest)
@@ -215,21 +182,17 @@ class CacheStore:
     def discard(self, digest: str) -> None:
         """Remove an entry (corrupt, or superseded by a better build's)."""
         with self._lock:
-            was_pinned = digest in self._pinned and digest in self._index
+            was_pinned = digest in self._index.pinned and digest in self._index
             self._remove(digest)
         if was_pinned:
             self.on_change()
 
     def _drop(self, digest: str) -> None:
         with self._lock:
-            size = self._index.pop(digest, None)
-            if size is not None:
-                self._bytes -= size
+            self._index.pop(digest)
 
     def _remove(self, digest: str) -> None:
-        size = self._index.pop(digest, None)
-        if size is not None:
-            self._bytes -= size
+        self._index.pop(digest)
         with contextlib.suppress(OSError):
             self._path(digest).unlink(missing_ok=True)
 
@@ -237,7 +200,7 @@ class CacheStore:
         """These entries (present or to come) are the phrases: kept before anything else.
         Replaces the previous set, so phrases taken out of the config age out again."""
         with self._lock:
-            self._pinned = frozenset(digests)
+            self._index.pin(digests)
 
     # --- health -------------------------------------------------------------------------
 
@@ -273,21 +236,12 @@ class CacheStore:
         self.problem = None
         self.on_change()
 
-    def _set_aside(self, path: Path) -> None:
-        aside = path.with_name(f".{path.name}.{secrets.token_hex(4)}.set-aside")
-        try:
-            os.rename(path, aside)
-        except OSError as err:
-            _LOGGER.warning("Phrase cache: cannot move %s (not a cache entry) aside: %s", path, err)
-            raise
-        _LOGGER.warning("Phrase cache: %s is not a cache entry; moved it to %s", path, aside.name)
-
     def stats(self) -> dict[str, int]:
         with self._lock:
-            pinned = [size for digest, size in self._index.items() if digest in self._pinned]
+            pinned = self._index.pinned_sizes()
             return {
                 "entries": len(self._index),
-                "bytes": self._bytes,
+                "bytes": self._index.bytes,
                 "max_bytes": self.max_bytes,
                 "phrase_entries": len(pinned),
                 "phrase_bytes": sum(pinned),
@@ -296,3 +250,38 @@ class CacheStore:
 
     def _path(self, digest: str) -> Path:
         return self.directory / f"{digest}.pcm"
+
+
+def _scan(directory: Path, max_bytes: int) -> tuple[list[tuple[str, int]], int]:
+    """The entries a previous run left, oldest first, and how many were too large to be
+    one: those are removed, as is a crash's temporary file; a directory under an entry's
+    name is set aside."""
+    entries, discarded = [], 0
+    for item in os.scandir(directory):
+        if item.name.startswith(".") and item.name.endswith(".tmp"):
+            with contextlib.suppress(OSError):  # left by a crash mid-write
+                os.unlink(item.path)
+        elif _NAME.match(item.name) and item.is_dir():
+            with contextlib.suppress(OSError):  # put() reports it if it is in the way
+                _set_aside(Path(item.path))
+        elif _NAME.match(item.name):
+            stat = item.stat()
+            if stat.st_size > max_bytes:  # no entry stored is that large
+                _LOGGER.warning("Discarding cache entry %s: %d bytes", item.name, stat.st_size)
+                discarded += 1
+                with contextlib.suppress(OSError):
+                    os.unlink(item.path)
+                continue
+            entries.append((stat.st_mtime, item.name[:-4], stat.st_size))
+    entries.sort()
+    return [(digest, size) for _, digest, size in entries], discarded
+
+
+def _set_aside(path: Path) -> None:
+    aside = path.with_name(f".{path.name}.{secrets.token_hex(4)}.set-aside")
+    try:
+        os.rename(path, aside)
+    except OSError as err:
+        _LOGGER.warning("Phrase cache: cannot move %s (not a cache entry) aside: %s", path, err)
+        raise
+    _LOGGER.warning("Phrase cache: %s is not a cache entry; moved it to %s", path, aside.name)

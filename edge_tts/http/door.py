@@ -3,7 +3,7 @@
 An asyncio loop in the thread `http` serves the application (routes.py) with aiohttp;
 synthesis runs on the pipeline's workers as a remote response, below local playback
 (speech/responses.py), never on the loop. aiohttp's own runner is used for the
-application's start and stop only: the connections are served by `Server`, which turns
+application's start and stop only: the connections are served by `admission.Server`, which turns
 away connections beyond its limits with a 503 and answers aiohttp's own errors
 (a header too large, a broken request line) as JSON with one log line, not a traceback.
 
