@@ -119,3 +119,27 @@ def test_http_load_judges_only_the_levels_it_ran() -> None:
 def test_http_load_with_no_answer_at_a_level_has_no_verdict_there() -> None:
     ran = {"ours int8": {"1": _level(None)}, "piper-http fp32": {"1": _level(40.0)}}
     assert http_load.goals(ran)[0]["verdict"] == "n/a"  # and run_and_emit exits 2 on it
+
+
+def test_trees_pairs_each_figure_by_round() -> None:
+    from bench import trees
+
+    report = {"machine": {"load": 3.0}, "ttfa_ms": {"p50": 100, "n": 4}, "runs": [{"rtf": 0.5}]}
+    assert dict(trees._numbers(report)) == {
+        "ttfa_ms.p50": 100.0,
+        "ttfa_ms.n": 4.0,
+        "runs[0].rtf": 0.5,
+    }
+    before = [{"ttfa_ms.p50": 100.0, "count": 3.0}, {"ttfa_ms.p50": 200.0, "count": 3.0}]
+    after = [{"ttfa_ms.p50": 110.0, "count": 3.0}, {"ttfa_ms.p50": 180.0, "count": 3.0}]
+    rows = trees._paired(before, after, every=False)
+    assert rows == [{"figure": "ttfa_ms.p50", "before": 150.0, "after": 145.0, "ratio": 1.0}]
+    # The median of the per-round ratios (1.1 and 0.9), not the ratio of medians.
+    assert len(trees._paired(before, after, every=True)) == 2
+
+
+def test_trees_without_a_benchmark_cannot_measure() -> None:
+    from bench import trees
+
+    args = _namespace(before="HEAD", rounds=1, all=False, bench=["--"])
+    assert run_and_emit(trees.run, args, trees.report) == CANNOT_MEASURE
