@@ -9,8 +9,9 @@ runs `python -m bench.NAME ARGS --out FILE` once in each tree, in ABBA order (so
 in the machine's load falls on both alike), each tree's own code on its own PYTHONPATH
 with this venv. Every numeric figure both reports give is then paired by round: the
 table shows each figure's median before and after, and the median of the per-round
-ratios after/before (the paired median, robust to one noisy round). Only figures whose
-name says they are a time, a rate or a size are shown (`--all` for every one).
+ratios after/before (the paired median, robust to one noisy round). Only summary figures
+whose name says they are a time, a rate or a size are shown (`--all`: every one, each
+item of a list too).
 """
 
 from __future__ import annotations
@@ -136,8 +137,8 @@ def _paired(
     keys = [k for k in before[0] if all(k in run for run in (*before, *after))]
     rows = []
     for key in keys:
-        if not (every or MEASURED.search(key)):
-            continue
+        if not (every or (MEASURED.search(key) and "[" not in key)):
+            continue  # not a measurement, or one item of a list (its summary is shown)
         pairs = [(b[key], a[key]) for b, a in zip(before, after, strict=True)]
         ratios = [a / b for b, a in pairs if b]
         rows.append(
