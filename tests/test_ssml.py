@@ -15,7 +15,7 @@ from edge_tts.speech.jobs import Chunk
 from edge_tts.speech.routing import Router
 from edge_tts.speech.synthesis import render
 from edge_tts.text import EmptyTextError
-from edge_tts.text.document import Break, Document, SayAs, Span, Style, spoken_digest
+from edge_tts.text.document import Audio, Break, Document, SayAs, Span, Style, spoken_digest
 from edge_tts.text.mandarin import pinyin
 from edge_tts.text.readings import Reading, readable
 from edge_tts.text.ssml import SsmlError, looks_like_ssml, parse, parse_noted
@@ -182,12 +182,19 @@ EMPHASIS = Style(rate=0.92, volume=1.12)
             (Span("x", Style(rate=1.1, volume=0.8)),),
             None,
         ),
-        ('<speak><audio src="a.wav"/></speak>', (), "column 8: <audio> is never fetched"),
+        ('<speak><audio src="a.wav"/></speak>', (Audio("a.wav"),), None),  # the router finds it
         (
             '<speak><audio src="https://x/chime.mp3">Ding.<desc>a chime</desc></audio></speak>',
-            (Span("Ding."),),
-            "its fallback content is read",
+            (Audio("https://x/chime.mp3", (Span("Ding."),)),),
+            None,
         ),
+        (
+            '<speak><audio src="a.wav" soundLevel="+2dB">A <audio src="b">B</audio></audio>'
+            "</speak>",
+            (Audio("a.wav", (Span("A "), Span("B"))),),
+            "attribute 'soundLevel' of <audio> is ignored",
+        ),
+        ("<speak><audio>Ding</audio></speak>", (Span("Ding"),), "<audio> without a src"),
         ('<speak><break foo="1"/></speak>', (Break(0.75),), "attribute 'foo' of <break> is ign"),
         (
             '<speak><say-as interpret-as="emoji">x</say-as></speak>',
@@ -247,7 +254,7 @@ EMPHASIS = Style(rate=0.92, volume=1.12)
         (
             '<speak><par><media xml:id="q" begin="0.5s"><speak>Who?</speak></media>'
             '<media begin="q.end+1s"><audio src="x.mp3"/></media></par></speak>',
-            (Span("Who?"),),
+            (Span("Who?"), Audio("x.mp3")),
             "<par> is not supported",
         ),
         (

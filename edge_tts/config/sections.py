@@ -216,6 +216,12 @@ class CacheSettings(Checked):
     phrases_file: Path | None = field(default=None, metadata=FILE)  # one phrase a line
 
 
+def _directory(value: Path) -> Path:
+    if not value.is_dir():
+        raise Invalid(f"{value} is not a directory")
+    return value
+
+
 @dataclass(frozen=True)
 class TextSettings(Checked):
     """The text front-end: the pronunciation lexicon (edge_tts/text/lexicon.py), entries
@@ -230,6 +236,9 @@ class TextSettings(Checked):
     # The most silence SSML's breaks may add up to in one request, in seconds; more is
     # refused with the reason (104 breaks of 10 s fit in 2,000 characters: 17 minutes).
     max_silence_s: float = setting(30.0, between(0, 600))
+    # The WAV files SSML's <audio src="chime.wav"> plays, by plain name (text/ssml.py);
+    # None: none, every <audio> reads its fallback content. Nothing is ever fetched.
+    sounds_dir: Path | None = field(default=None, metadata=meta(_directory))
 
 
 def _server_uri(value: str) -> str:

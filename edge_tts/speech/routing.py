@@ -7,7 +7,9 @@ stays one Mandarin segment and its 3 is read in Mandarin.
 
 A text may come as a `Document` (SSML, text/ssml.py): its spans may force a language or
 a voice (which then wins over the writing system), a speed and a gain, a reading
-(`<say-as>`, phonemes); its breaks become exact silence around the chunks beside them.
+(`<say-as>`, phonemes); its breaks become exact silence around the chunks beside them,
+and its `<audio>` sounds (text.sounds_dir) play there, in order with the breaks (an
+`<audio>` whose sound is not there is its fallback text).
 Spans that read alike and nothing separates are one segment, so a document that says a
 plain text makes the plain text's chunks, and shares their cached audio.
 """
@@ -20,9 +22,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Final
 
+from ..audio.sounds import PlacedSound, Sound, SoundError, Sounds
 from ..config import SynthesisSettings, TextSettings
 from ..text import EmptyTextError
-from ..text.document import PLAIN, Break, Document, Span, Style, plain_document
+from ..text.document import PLAIN, Audio, Break, Document, Span, Style, plain_document
 from ..text.frontend import normalize, split_chunks
 from ..text.languages import primary_language
 from ..text.lexicon import Entry, Lexicon
@@ -61,13 +64,29 @@ class _Item:
 
 
 @dataclass
+class _Gap:
+    """What stands between two chunks besides speech: the breaks' silence, and sounds
+    each with the seconds of that silence before it (SSML's order)."""
+
+    seconds: float = 0.0
+    sounds: list[tuple[float, Sound]] = field(default_factory=list)
+
+    def add(self, other: _Gap) -> None:
+        self.sounds.extend((self.seconds + at, sound) for at, sound in other.sounds)
+        self.seconds += other.seconds
+
+    def placed(self, after: bool, offset: float = 0.0) -> tuple[PlacedSound, ...]:
+        return tuple(PlacedSound(sound, after, offset + at) for at, sound in self.sounds)
+
+
+@dataclass
 class _Group:
     """Items that become chunks together: one voice, one style, no break between them."""
 
     voice: SpeechVoice
     style: Style
     items: list[Span] = field(default_factory=list)
-    silence_before: float | None = None  # breaks before it; None: none
+    silence_before: _Gap | None = None  # breaks and sounds before it; None: none
 
 
 class Router:
@@ -88,6 +107,7 @@ class Router:
         self._lexicon = lexicon
         text = text or TextSettings()
         self._strip_markup, self._max_silence_s = text.strip_markup, text.max_silence_s
+        self._sounds = Sounds(text.sounds_dir, text.max_silence_s)
 
     def plan(
         self,
@@ -102,13 +122,16 @@ class Router:
         pace at `speed` and the same volume. Raises EmptyTextError when nothing is
         speakable, ValueError (UnsupportedScriptError) for text no configured voice reads
         or a span naming a voice or language there is not, with the reason."""
+        found: dict[str, Sound] = {}  # the sounds of its <audio>, by src
         if isinstance(text, str):
             document = plain_document(without_markup(text) if self._strip_markup else text)
         else:
-            document = text
+            document, found, notes = self._with_sounds(text)
+            for note in notes:
+                log.debug("%s", note)
         if self._lexicon is not None:
             document = self._lexicon.apply(document, lambda e, s: self._applies(e, s, voice))
-        groups, trailing = self._groups(document, voice)
+        groups, trailing = self._groups(document, voice, found)
         chunks = self._chunks(groups, voice, options, speed)
         if not chunks:
             excerpt = text[:40] if isinstance(text, str) else _written(document)[:40]
@@ -118,35 +141,63 @@ class Router:
         self._check_silence(chunks)
         return chunks
 
+    def sound_notes(self, document: Document) -> tuple[str, ...]:
+        """What `plan` logs of the document's <audio>: each that plays no sound, and why
+        (`edge-ttsd explain`)."""
+        return tuple(self._with_sounds(document)[2])
+
+    def _with_sounds(self, document: Document) -> tuple[Document, dict[str, Sound], list[str]]:
+        """The document with each <audio> whose sound is not there replaced by its
+        fallback; the sounds there are, by src; a note for each that is not."""
+        pieces: list[Span | Break | Audio] = []
+        found: dict[str, Sound] = {}
+        notes: list[str] = []
+        for piece in document:
+            if not isinstance(piece, Audio):
+                pieces.append(piece)
+                continue
+            try:
+                found[piece.src] = self._sounds.find(piece.src)
+                pieces.append(piece)
+            except SoundError as err:
+                notes.append(f"{_at(piece)}<audio>: {err}: its content is read")
+                pieces.extend(piece.fallback)
+        return tuple(pieces), found, notes
+
     def _check_silence(self, chunks: list[Chunk]) -> None:
-        """A request's breaks add up to at most text.max_silence_s: 104 breaks of 10 s
-        fit in 2,000 characters, 17 minutes of a speaker saying nothing. Refused with
-        the reason, not cut short: the sender's timing was wrong, not ours to guess."""
-        total = sum(sum(chunk.silence) for chunk in chunks)
+        """A request's breaks and sounds add up to at most text.max_silence_s: 104 breaks
+        of 10 s fit in 2,000 characters, 17 minutes of a speaker saying nothing. Refused
+        with the reason, not cut short: the sender's timing was wrong, not ours to guess."""
+        silence = sum(sum(chunk.silence) for chunk in chunks)
+        total = silence + sum(p.sound.seconds for chunk in chunks for p in chunk.sounds)
         if total > self._max_silence_s:
+            what = "breaks add up to" if total == silence else "breaks and sounds add up to"
             raise ValueError(
-                f"the breaks add up to {total:g} s of silence; the limit is "
+                f"the {what} {total:g} s of silence; the limit is "
                 f"{self._max_silence_s:g} s (text.max_silence_s)"
             )
 
     def _chunks(
         self, groups: list[_Group], voice: SpeechVoice, options: SpeechOptions, speed: float | None
     ) -> list[Chunk]:
-        """Each group's chunks; the silence of a break before a group goes after the chunk
-        before it, or before the first chunk of all."""
+        """Each group's chunks; the silence of a break (or a sound) before a group goes
+        after the chunk before it, or before the first chunk of all."""
         chunks: list[Chunk] = []
-        pending: float | None = None  # silence of the breaks since the last chunk
+        pending: _Gap | None = None  # the breaks and sounds since the last chunk
         for group in groups:
             if group.silence_before is not None:
-                pending = (pending or 0.0) + group.silence_before
+                pending = pending or _Gap()
+                pending.add(group.silence_before)
             group_options = self._options(group, voice, options, speed)
             first_chars = self._synthesis.first_chunk_chars if not chunks else None
             for piece in self._chunk_texts(group, first_chars):
                 if chunks and pending is not None:
                     chunks[-1] = _with_silence(chunks[-1], after=pending)
-                before = pending if pending is not None and not chunks else 0.0
+                before = pending if pending is not None and not chunks else _Gap()
                 breaks = (pending is not None, False)
-                chunk = Chunk(piece, group.voice, group_options, (before, 0.0), breaks)
+                silence = (before.seconds, 0.0)
+                sounds = before.placed(after=False)
+                chunk = Chunk(piece, group.voice, group_options, silence, breaks, sounds)
                 chunks.append(chunk)
                 pending = None
         if chunks and pending is not None:  # breaks after the last group that said something
@@ -180,16 +231,20 @@ class Router:
         return primary  # Latin in a Mandarin voice is spelled; others are refused later
 
     def _groups(
-        self, document: Document, primary: SpeechVoice
-    ) -> tuple[list[_Group], float | None]:
-        """The document's spans with their voices, in groups; and the silence after the
-        last one (None: no break there)."""
+        self, document: Document, primary: SpeechVoice, sounds: dict[str, Sound]
+    ) -> tuple[list[_Group], _Gap | None]:
+        """The document's spans with their voices, in groups; and the breaks and sounds
+        after the last one (None: none there). `sounds`: those of its <audio>, by src."""
         groups: list[_Group] = []
-        pending: float | None = None
+        pending: _Gap | None = None
         last: _Group | None = None
         for item in _decided(self._items(document, primary), primary):
-            if isinstance(item, Break):
-                pending = (pending or 0.0) + item.seconds
+            if isinstance(item, Break | Audio):
+                pending = pending or _Gap()
+                if isinstance(item, Break):
+                    pending.seconds += item.seconds
+                else:
+                    pending.sounds.append((pending.seconds, sounds[item.src]))
                 last = None
                 continue
             assert item.voice is not None  # _decided gave every item one
@@ -200,9 +255,9 @@ class Router:
             last.items.append(item.span)
         return groups, pending
 
-    def _items(self, document: Document, primary: SpeechVoice) -> Iterator[_Item | Break]:
+    def _items(self, document: Document, primary: SpeechVoice) -> Iterator[_Item | Break | Audio]:
         for piece in document:
-            if isinstance(piece, Break):
+            if isinstance(piece, Break | Audio):
                 yield piece
             elif piece.reading is not None:
                 yield _Item(piece, self._reading_voice(piece, piece.reading, primary))
@@ -360,14 +415,16 @@ def _alike(group: _Group, span: Span) -> bool:
     return (group.style.rate, group.style.volume) == (style.rate, style.volume)
 
 
-def _decided(items: Iterator[_Item | Break], primary: SpeechVoice) -> list[_Item | Break]:
+def _decided(
+    items: Iterator[_Item | Break | Audio], primary: SpeechVoice
+) -> list[_Item | Break | Audio]:
     """Items without letters of their own (digits, punctuation, spaces) go with the item
     before them, else the first one after them, else the primary voice."""
     decided = list(items)
     last: SpeechVoice | None = None
     undecided: list[_Item] = []
     for item in decided:
-        if isinstance(item, Break):
+        if isinstance(item, Break | Audio):
             continue
         if item.voice is None:
             if last is None:
@@ -412,18 +469,20 @@ def _check_readings(texts: list[str], group: _Group) -> None:
                 raise ValueError(f"{where}{err}") from None
 
 
-def _with_silence(chunk: Chunk, after: float) -> Chunk:
-    """The chunk with a break after it (its silence added to any there is)."""
+def _with_silence(chunk: Chunk, after: _Gap) -> Chunk:
+    """The chunk with breaks or sounds after it (after any there are)."""
     before, already = chunk.silence
     breaks = (chunk.breaks[0], True)
-    return Chunk(chunk.text, chunk.voice, chunk.options, (before, already + after), breaks)
+    silence = (before, already + after.seconds)
+    sounds = chunk.sounds + after.placed(after=True, offset=already)
+    return Chunk(chunk.text, chunk.voice, chunk.options, silence, breaks, sounds)
 
 
 def _written(spans: Document | list[Span]) -> str:
     return "".join(piece.text for piece in spans if isinstance(piece, Span))
 
 
-def _at(span: Span) -> str:
+def _at(span: Span | Audio) -> str:
     return f"{span.where}: " if span.where else ""
 
 

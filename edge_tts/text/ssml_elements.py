@@ -10,7 +10,7 @@ from typing import Final, NoReturn
 
 from . import say_as as say_as_text
 from . import ssml_values as values
-from .document import SAY_AS_KINDS, Break, Piece, SayAs, Span, Style
+from .document import SAY_AS_KINDS, Audio, Break, Piece, SayAs, Span, Style
 from .readings import ALPHABETS, Reading, reading
 from .xsampa import to_ipa
 
@@ -134,8 +134,11 @@ class Elements:
         frame.style = replace(style, rate=style.rate * rate, volume=style.volume * volume)
 
     def _audio(self, frame: Frame) -> None:
-        frame.ignored = True
-        self._note(frame, "<audio> is never fetched: its fallback content is read")
+        """A sound from the sounds directory, or its content (the router decides)."""
+        self._attributes(frame, ("src",))  # clipBegin, soundLevel, repeatCount...: noted
+        if not frame.attrs.get("src", "").strip():
+            frame.ignored = True
+            self._note(frame, "<audio> without a src: its content is read")
 
     def _break(self, frame: Frame) -> None:
         self._attributes(frame, ("time", "strength"))
@@ -217,6 +220,15 @@ class Elements:
         except ValueError as err:
             self._fail(f"phoneme ph {err}", frame.where)
 
+    def _end_audio(self, frame: Frame) -> None:
+        """The pieces since its start become its fallback; an <audio> inside it is read
+        as its own fallback (a sound instead of a sound is not worth the rules)."""
+        fallback: list[Span | Break] = []
+        for piece in self._pieces[frame.first_piece :]:
+            fallback.extend(piece.fallback if isinstance(piece, Audio) else (piece,))
+        del self._pieces[frame.first_piece :]
+        self._pieces.append(Audio(frame.attrs["src"].strip(), tuple(fallback), frame.where))
+
     def _end_sentence(self, frame: Frame) -> None:
         """<p> and <s> end a sentence: a period where their text ends without a mark, and
         a space, so that the next one starts a word."""
@@ -253,6 +265,7 @@ ENDS: Final[Mapping[str, _Handler]] = {
     "say-as": Elements._end_say_as,
     "sub": Elements._end_sub,
     "phoneme": Elements._end_phoneme,
+    "audio": Elements._end_audio,
     "p": Elements._end_sentence,
     "s": Elements._end_sentence,
 }
