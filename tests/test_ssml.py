@@ -207,10 +207,16 @@ EMPHASIS = Style(rate=0.92, volume=1.12)
             "attribute 'pitch' of <prosody> is ignored",
         ),
         ('<speak><prosody pitch="0%" contour="(0%,+20Hz)">x</prosody></speak>', (Span("x"),), None),
-        ('<speak><voice gender="female">x</voice></speak>', (Span("x"),), "'gender' of <voice>"),
+        (
+            '<speak><voice gender="female">x</voice></speak>',
+            (Span("x", Style(gender="female")),),
+            None,
+        ),
+        ('<speak><voice gender="robot">x</voice></speak>', (Span("x"),), "gender 'robot' is not"),
+        ('<speak><voice age="30">x</voice></speak>', (Span("x"),), "'age' of <voice> is ignored"),
         (
             '<speak><voice languages="zh-CN en-US">x</voice></speak>',
-            (Span("x", Style(language="zh-CN")),),
+            (Span("x", Style(language="zh-CN", languages=("en-US",))),),  # the router picks
             None,
         ),
         (

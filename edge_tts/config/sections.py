@@ -36,6 +36,7 @@ MQTTS_PORT = 8883
 SINKS = ("alsa", "wav-dir")
 PROTOCOLS = ("auto", "5", "3.1.1")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+GENDERS = ("female", "male", "neutral")  # SSML's <voice gender>
 
 
 def _topic_level(value: str) -> str:
@@ -137,6 +138,8 @@ class VoiceSettings(Checked):
     # Which build to load: "auto" takes the one `edge-ttsd tune` chose on this machine (else
     # the configured file); "fp32" or a quantization scheme's name pins one.
     build: str = setting(AUTO_BUILD, _build_name)
+    # Who it sounds like, for SSML's <voice gender="female">: a voice file does not say.
+    gender: str | None = setting(None, one_of(*GENDERS))
 
 
 @dataclass(frozen=True)

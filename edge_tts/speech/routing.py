@@ -256,6 +256,10 @@ class Router:
         return groups, pending
 
     def _items(self, document: Document, primary: SpeechVoice) -> Iterator[_Item | Break | Audio]:
+        for item in self._voiced(document, primary):
+            yield item if isinstance(item, Break | Audio) else self._gendered(item, primary)
+
+    def _voiced(self, document: Document, primary: SpeechVoice) -> Iterator[_Item | Break | Audio]:
         for piece in document:
             if isinstance(piece, Break | Audio):
                 yield piece
@@ -300,9 +304,32 @@ class Router:
         if style.language is None:
             return None
         voice = self._language_voice(style.language, primary)
+        for other in style.languages:  # <voice languages="...">: the first one we speak
+            voice = voice or self._language_voice(other, primary)
         if voice is None:
             log.debug("%sno voice for language %r: read as text", _at(span), style.language)
         return voice
+
+    def _gendered(self, item: _Item, primary: SpeechVoice) -> _Item:
+        """<voice gender>: after the name and the languages, the voice of that gender
+        (voices.*.gender) among those of the language chosen; where none is known to be,
+        the one chosen stays (the language's voice, or the default)."""
+        style = item.span.style
+        named = style.voice is not None and self._named_voice(style.voice, primary) is not None
+        if style.gender is None or item.voice is None or self._voices is None or named:
+            return item
+        ours = self._voices.name_of(item.voice) is not None
+        if ours and self._voices.settings_for(item.voice).gender == style.gender:
+            return item
+        language = item.voice.language
+        for asked in (style.language, *style.languages):  # its region, if it names one
+            if asked and primary_language(asked) == primary_language(language):
+                language = asked
+                break
+        match = self._voices.by_gender(language, style.gender)
+        if match is not None and match.alphabet == item.voice.alphabet:
+            item.voice = match
+        return item
 
     def _named_voice(self, name: str, primary: SpeechVoice) -> SpeechVoice | None:
         if self._voices is None:

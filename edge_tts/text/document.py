@@ -43,12 +43,17 @@ SAY_AS_KINDS: Final = (
 class Style:
     """How a span is read besides its words. `voice` (a configured voice's name) or
     `language` force who reads it, else the router goes by its writing system; `rate`
-    multiplies the request's speed, `volume` its gain."""
+    multiplies the request's speed, `volume` its gain. `languages` and `gender` are a
+    <voice>'s wishes (routing.py)."""
 
     language: str | None = None
     voice: str | None = None
     rate: float = 1.0
     volume: float = 1.0
+    # <voice languages="zh-CN en-US" gender="female">: the languages after `language`,
+    # tried in order where no voice speaks it; the voice of that gender among them.
+    languages: tuple[str, ...] = ()
+    gender: str | None = None
 
 
 PLAIN: Final = Style()
