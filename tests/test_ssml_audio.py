@@ -108,21 +108,19 @@ def test_a_src_that_is_no_plain_name_there_reads_the_fallback_saying_why(
     body = f'<audio src="{src}">Ding,</audio> door open.'
     assert placed(plan(body, sounds_dir)) == [("Ding, door open.", (0, 0), [])]
     document = parse(f"<speak>{body}</speak>", max_chars=2000)
-    (note,) = router(sounds_dir).sound_notes(document)
+    notes: list[str] = []
+    router(sounds_dir).plan(document, FakeVoice(), SpeechOptions(), notes=notes)
+    (note,) = notes
     assert note.startswith("SSML line 1, column 8: <audio>:") and why in note, note
     assert note.endswith("its content is read")
 
 
 def test_without_a_sounds_directory_every_audio_reads_its_fallback() -> None:
     document = parse('<speak><audio src="chime.wav">Ding.</audio> Hi.</speak>', max_chars=200)
-    assert [c.text for c in router(None).plan(document, FakeVoice(), SpeechOptions())] == [
-        "Ding.",
-        "Hi.",
-    ]
-    assert (
-        "no sounds directory is configured (text.sounds_dir)"
-        in router(None).sound_notes(document)[0]
-    )
+    notes: list[str] = []
+    chunks = router(None).plan(document, FakeVoice(), SpeechOptions(), notes=notes)
+    assert [c.text for c in chunks] == ["Ding.", "Hi."]
+    assert "no sounds directory is configured (text.sounds_dir)" in notes[0]
 
 
 def test_a_link_out_of_the_directory_is_not_followed(sounds_dir: Path, tmp_path: Path) -> None:

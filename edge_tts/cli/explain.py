@@ -45,9 +45,9 @@ def run(args: argparse.Namespace) -> int:
         voice = voices.choose(args.voice, args.language)
         speech, notes = _speech(text, args.ssml, settings.queue.max_text_chars)
         router = Router(settings.synthesis, voices, lexicon.Lexicon(entries), settings.text)
-        chunks = explain(router, voices, speech, voice, voices.options_for(voice))
-        if not isinstance(speech, str):
-            notes = (*notes, *router.sound_notes(speech))
+        planned: list[str] = []
+        chunks = explain(router, voices, speech, voice, voices.options_for(voice), planned)
+        notes = (*notes, *planned)
     except (ConfigError, lexicon.LexiconError, files.VoiceNotFoundError, VoiceDirError) as err:
         return fail(EXIT_REFUSED, str(err))
     except (ssml.SsmlError, EmptyTextError, ValueError) as err:

@@ -36,11 +36,17 @@ class ChunkReading:
 
 
 def explain(
-    router: Router, voices: Voices, text: str | Document, voice: SpeechVoice, options: SpeechOptions
+    router: Router,
+    voices: Voices,
+    text: str | Document,
+    voice: SpeechVoice,
+    options: SpeechOptions,
+    notes: list[str] | None = None,
 ) -> list[ChunkReading]:
-    """The chunks of `text` as a request for `voice` would have them."""
+    """The chunks of `text` as a request for `voice` would have them; `notes` gets what
+    is read otherwise than written (Router.plan)."""
     readings = []
-    for chunk in router.plan(text, voice, options):
+    for chunk in router.plan(text, voice, options, notes=notes):
         length_scale = chunk.options.length_scale or chunk.voice.length_scale
         readings.append(
             ChunkReading(

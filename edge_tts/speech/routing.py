@@ -35,6 +35,7 @@ from ..text.say_as import render as say_as_text
 from ..text.scripts import native_scripts, script_of
 from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.registry import Voices
+from .fitting import as_text, fit, plain
 from .jobs import Chunk
 
 log = logging.getLogger(__name__)
@@ -115,22 +116,29 @@ class Router:
         voice: SpeechVoice,
         options: SpeechOptions,
         speed: float | None = None,
+        notes: list[str] | None = None,
     ) -> list[Chunk]:
         """The chunks of `text` (a plain text or a document), each with the voice and
         options that speak it: `voice` with `options`, or another voice for another
         writing system or a language a span names, with its own configured speaker and
         pace at `speed` and the same volume. Raises EmptyTextError when nothing is
         speakable, ValueError (UnsupportedScriptError) for text no configured voice reads
-        or a span naming a voice or language there is not, with the reason."""
+        or a span naming a voice or language there is not, with the reason. `notes`
+        gets what was read otherwise than written (an <audio> without its sound, a
+        reading the voice cannot say), each also logged at debug."""
         found: dict[str, Sound] = {}  # the sounds of its <audio>, by src
+        said: list[str] = []
         if isinstance(text, str):
             document = plain_document(without_markup(text) if self._strip_markup else text)
         else:
-            document, found, notes = self._with_sounds(text)
-            for note in notes:
-                log.debug("%s", note)
+            document, found = self._with_sounds(text, said)
         if self._lexicon is not None:
             document = self._lexicon.apply(document, lambda e, s: self._applies(e, s, voice))
+        document = self._fit_readings(document, voice, said)
+        for note in said:
+            log.debug("%s", note)
+        if notes is not None:
+            notes.extend(said)
         groups, trailing = self._groups(document, voice, found)
         chunks = self._chunks(groups, voice, options, speed)
         if not chunks:
@@ -141,17 +149,13 @@ class Router:
         self._check_silence(chunks)
         return chunks
 
-    def sound_notes(self, document: Document) -> tuple[str, ...]:
-        """What `plan` logs of the document's <audio>: each that plays no sound, and why
-        (`edge-ttsd explain`)."""
-        return tuple(self._with_sounds(document)[2])
-
-    def _with_sounds(self, document: Document) -> tuple[Document, dict[str, Sound], list[str]]:
+    def _with_sounds(
+        self, document: Document, notes: list[str]
+    ) -> tuple[Document, dict[str, Sound]]:
         """The document with each <audio> whose sound is not there replaced by its
         fallback; the sounds there are, by src; a note for each that is not."""
         pieces: list[Span | Break | Audio] = []
         found: dict[str, Sound] = {}
-        notes: list[str] = []
         for piece in document:
             if not isinstance(piece, Audio):
                 pieces.append(piece)
@@ -162,7 +166,23 @@ class Router:
             except SoundError as err:
                 notes.append(f"{_at(piece)}<audio>: {err}: its content is read")
                 pieces.extend(piece.fallback)
-        return tuple(pieces), found, notes
+        return tuple(pieces), found
+
+    def _fit_readings(self, document: Document, primary: SpeechVoice, notes: list[str]) -> Document:
+        """Each reading as the voice that reads it says it (fitting.py); where no voice
+        reads its alphabet, the span's written text."""
+        pieces: list[Span | Break | Audio] = []
+        for piece in document:
+            if isinstance(piece, Span) and piece.reading is not None:
+                try:
+                    voice = self._reading_voice(piece, piece.reading, primary)
+                except ValueError as err:
+                    notes.append(f"{err}; {as_text(piece)}")
+                    piece = plain(piece)
+                else:
+                    piece = fit(piece, voice, notes)
+            pieces.append(piece)
+        return tuple(pieces)
 
     def _check_silence(self, chunks: list[Chunk]) -> None:
         """A request's breaks and sounds add up to at most text.max_silence_s: 104 breaks
