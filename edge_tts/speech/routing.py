@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from ..audio.sounds import PlacedSound, Sound, SoundError, Sounds
+from ..audio.sounds import Sound, Sounds
 from ..config import SynthesisSettings, TextSettings
 from ..text import EmptyTextError
 from ..text.document import PLAIN, Audio, Break, Document, Span, Style, plain_document
@@ -36,6 +36,7 @@ from ..text.scripts import native_scripts, script_of
 from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.registry import Voices
 from .fitting import as_text, fit, plain
+from .gaps import Gap, check_silence, followed_by, with_sounds
 from .jobs import Chunk
 
 log = logging.getLogger(__name__)
@@ -65,29 +66,13 @@ class _Item:
 
 
 @dataclass
-class _Gap:
-    """What stands between two chunks besides speech: the breaks' silence, and sounds
-    each with the seconds of that silence before it (SSML's order)."""
-
-    seconds: float = 0.0
-    sounds: list[tuple[float, Sound]] = field(default_factory=list)
-
-    def add(self, other: _Gap) -> None:
-        self.sounds.extend((self.seconds + at, sound) for at, sound in other.sounds)
-        self.seconds += other.seconds
-
-    def placed(self, after: bool, offset: float = 0.0) -> tuple[PlacedSound, ...]:
-        return tuple(PlacedSound(sound, after, offset + at) for at, sound in self.sounds)
-
-
-@dataclass
 class _Group:
     """Items that become chunks together: one voice, one style, no break between them."""
 
     voice: SpeechVoice
     style: Style
     items: list[Span] = field(default_factory=list)
-    silence_before: _Gap | None = None  # breaks and sounds before it; None: none
+    silence_before: Gap | None = None  # breaks and sounds before it; None: none
 
 
 class Router:
@@ -131,7 +116,7 @@ class Router:
         if isinstance(text, str):
             document = plain_document(without_markup(text) if self._strip_markup else text)
         else:
-            document, found = self._with_sounds(text, said)
+            document, found = with_sounds(text, self._sounds, said)
         if self._lexicon is not None:
             document = self._lexicon.apply(document, lambda e, s: self._applies(e, s, voice))
         document = self._fit_readings(document, voice, said)
@@ -145,28 +130,9 @@ class Router:
             excerpt = text[:40] if isinstance(text, str) else _written(document)[:40]
             raise EmptyTextError(f"text has nothing speakable: {excerpt!r}")
         if trailing is not None:
-            chunks[-1] = _with_silence(chunks[-1], after=trailing)
-        self._check_silence(chunks)
+            chunks[-1] = followed_by(chunks[-1], after=trailing)
+        check_silence(chunks, self._max_silence_s)
         return chunks
-
-    def _with_sounds(
-        self, document: Document, notes: list[str]
-    ) -> tuple[Document, dict[str, Sound]]:
-        """The document with each <audio> whose sound is not there replaced by its
-        fallback; the sounds there are, by src; a note for each that is not."""
-        pieces: list[Span | Break | Audio] = []
-        found: dict[str, Sound] = {}
-        for piece in document:
-            if not isinstance(piece, Audio):
-                pieces.append(piece)
-                continue
-            try:
-                found[piece.src] = self._sounds.find(piece.src)
-                pieces.append(piece)
-            except SoundError as err:
-                notes.append(f"{_at(piece)}<audio>: {err}: its content is read")
-                pieces.extend(piece.fallback)
-        return tuple(pieces), found
 
     def _fit_readings(self, document: Document, primary: SpeechVoice, notes: list[str]) -> Document:
         """Each reading as the voice that reads it says it (fitting.py); where no voice
@@ -184,36 +150,23 @@ class Router:
             pieces.append(piece)
         return tuple(pieces)
 
-    def _check_silence(self, chunks: list[Chunk]) -> None:
-        """A request's breaks and sounds add up to at most text.max_silence_s: 104 breaks
-        of 10 s fit in 2,000 characters, 17 minutes of a speaker saying nothing. Refused
-        with the reason, not cut short: the sender's timing was wrong, not ours to guess."""
-        silence = sum(sum(chunk.silence) for chunk in chunks)
-        total = silence + sum(p.sound.seconds for chunk in chunks for p in chunk.sounds)
-        if total > self._max_silence_s:
-            what = "breaks add up to" if total == silence else "breaks and sounds add up to"
-            raise ValueError(
-                f"the {what} {total:g} s of silence; the limit is "
-                f"{self._max_silence_s:g} s (text.max_silence_s)"
-            )
-
     def _chunks(
         self, groups: list[_Group], voice: SpeechVoice, options: SpeechOptions, speed: float | None
     ) -> list[Chunk]:
         """Each group's chunks; the silence of a break (or a sound) before a group goes
         after the chunk before it, or before the first chunk of all."""
         chunks: list[Chunk] = []
-        pending: _Gap | None = None  # the breaks and sounds since the last chunk
+        pending: Gap | None = None  # the breaks and sounds since the last chunk
         for group in groups:
             if group.silence_before is not None:
-                pending = pending or _Gap()
+                pending = pending or Gap()
                 pending.add(group.silence_before)
             group_options = self._options(group, voice, options, speed)
             first_chars = self._synthesis.first_chunk_chars if not chunks else None
             for piece in self._chunk_texts(group, first_chars):
                 if chunks and pending is not None:
-                    chunks[-1] = _with_silence(chunks[-1], after=pending)
-                before = pending if pending is not None and not chunks else _Gap()
+                    chunks[-1] = followed_by(chunks[-1], after=pending)
+                before = pending if pending is not None and not chunks else Gap()
                 breaks = (pending is not None, False)
                 silence = (before.seconds, 0.0)
                 sounds = before.placed(after=False)
@@ -221,7 +174,7 @@ class Router:
                 chunks.append(chunk)
                 pending = None
         if chunks and pending is not None:  # breaks after the last group that said something
-            chunks[-1] = _with_silence(chunks[-1], after=pending)
+            chunks[-1] = followed_by(chunks[-1], after=pending)
         return chunks
 
     # --- which voice ---------------------------------------------------------------------
@@ -252,15 +205,15 @@ class Router:
 
     def _groups(
         self, document: Document, primary: SpeechVoice, sounds: dict[str, Sound]
-    ) -> tuple[list[_Group], _Gap | None]:
+    ) -> tuple[list[_Group], Gap | None]:
         """The document's spans with their voices, in groups; and the breaks and sounds
         after the last one (None: none there). `sounds`: those of its <audio>, by src."""
         groups: list[_Group] = []
-        pending: _Gap | None = None
+        pending: Gap | None = None
         last: _Group | None = None
         for item in _decided(self._items(document, primary), primary):
             if isinstance(item, Break | Audio):
-                pending = pending or _Gap()
+                pending = pending or Gap()
                 if isinstance(item, Break):
                     pending.seconds += item.seconds
                 else:
@@ -516,20 +469,11 @@ def _check_readings(texts: list[str], group: _Group) -> None:
                 raise ValueError(f"{where}{err}") from None
 
 
-def _with_silence(chunk: Chunk, after: _Gap) -> Chunk:
-    """The chunk with breaks or sounds after it (after any there are)."""
-    before, already = chunk.silence
-    breaks = (chunk.breaks[0], True)
-    silence = (before, already + after.seconds)
-    sounds = chunk.sounds + after.placed(after=True, offset=already)
-    return Chunk(chunk.text, chunk.voice, chunk.options, silence, breaks, sounds)
-
-
 def _written(spans: Document | list[Span]) -> str:
     return "".join(piece.text for piece in spans if isinstance(piece, Span))
 
 
-def _at(span: Span | Audio) -> str:
+def _at(span: Span) -> str:
     return f"{span.where}: " if span.where else ""
 
 
