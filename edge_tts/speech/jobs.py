@@ -12,6 +12,7 @@ from typing import Final, Protocol
 import numpy as np
 
 from ..audio.output import Utterance
+from ..audio.sounds import PlacedSound
 from ..messages.request import SayRequest
 from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.registry import Voices
@@ -100,6 +101,7 @@ class Chunk:
     # Whether a break stands before / after it: then the break is the pause there, and the
     # voice's own silence at that end is trimmed (synthesis.render).
     breaks: Final[tuple[bool, bool]] = (False, False)
+    sounds: Final[tuple[PlacedSound, ...]] = ()  # SSML's <audio> beside it (routing.py)
     pieces: Final[queue.SimpleQueue[np.ndarray | None]] = field(default_factory=queue.SimpleQueue)
     ready: Final[threading.Event] = field(default_factory=threading.Event)  # 1st piece, or error
     error: str | None = None

@@ -184,6 +184,7 @@ class Pipeline:
                 audio,
                 silence=chunk.silence,
                 breaks=chunk.breaks,
+                sounds=chunk.sounds,
             )
             for pcm in pieces:
                 if chunk.first_audio_at is None:

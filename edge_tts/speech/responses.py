@@ -204,6 +204,7 @@ class Response:
                 audio,
                 silence=chunk.silence,
                 breaks=chunk.breaks,
+                sounds=chunk.sounds,
             )
             for pcm in pieces:
                 with self._lock:

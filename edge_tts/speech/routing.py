@@ -7,7 +7,9 @@ stays one Mandarin segment and its 3 is read in Mandarin.
 
 A text may come as a `Document` (SSML, text/ssml.py): its spans may force a language or
 a voice (which then wins over the writing system), a speed and a gain, a reading
-(`<say-as>`, phonemes); its breaks become exact silence around the chunks beside them.
+(`<say-as>`, phonemes); its breaks become exact silence around the chunks beside them,
+and its `<audio>` sounds (text.sounds_dir) play there, in order with the breaks (an
+`<audio>` whose sound is not there is its fallback text).
 Spans that read alike and nothing separates are one segment, so a document that says a
 plain text makes the plain text's chunks, and shares their cached audio.
 """
@@ -20,9 +22,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Final
 
+from ..audio.sounds import Sound, Sounds
 from ..config import SynthesisSettings, TextSettings
 from ..text import EmptyTextError
-from ..text.document import PLAIN, Break, Document, Span, Style, plain_document
+from ..text.document import PLAIN, Audio, Break, Document, Span, Style, plain_document
 from ..text.frontend import normalize, split_chunks
 from ..text.languages import primary_language
 from ..text.lexicon import Entry, Lexicon
@@ -32,6 +35,8 @@ from ..text.say_as import render as say_as_text
 from ..text.scripts import native_scripts, script_of
 from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.registry import Voices
+from .fitting import as_text, fit, plain
+from .gaps import Gap, check_silence, followed_by, with_sounds
 from .jobs import Chunk
 
 log = logging.getLogger(__name__)
@@ -67,7 +72,7 @@ class _Group:
     voice: SpeechVoice
     style: Style
     items: list[Span] = field(default_factory=list)
-    silence_before: float | None = None  # breaks before it; None: none
+    silence_before: Gap | None = None  # breaks and sounds before it; None: none
 
 
 class Router:
@@ -88,6 +93,7 @@ class Router:
         self._lexicon = lexicon
         text = text or TextSettings()
         self._strip_markup, self._max_silence_s = text.strip_markup, text.max_silence_s
+        self._sounds = Sounds(text.sounds_dir, text.max_silence_s)
 
     def plan(
         self,
@@ -95,62 +101,80 @@ class Router:
         voice: SpeechVoice,
         options: SpeechOptions,
         speed: float | None = None,
+        notes: list[str] | None = None,
     ) -> list[Chunk]:
         """The chunks of `text` (a plain text or a document), each with the voice and
         options that speak it: `voice` with `options`, or another voice for another
         writing system or a language a span names, with its own configured speaker and
         pace at `speed` and the same volume. Raises EmptyTextError when nothing is
         speakable, ValueError (UnsupportedScriptError) for text no configured voice reads
-        or a span naming a voice or language there is not, with the reason."""
+        or a span naming a voice or language there is not, with the reason. `notes`
+        gets what was read otherwise than written (an <audio> without its sound, a
+        reading the voice cannot say), each also logged at debug."""
+        found: dict[str, Sound] = {}  # the sounds of its <audio>, by src
+        said: list[str] = []
         if isinstance(text, str):
             document = plain_document(without_markup(text) if self._strip_markup else text)
         else:
-            document = text
+            document, found = with_sounds(text, self._sounds, said)
         if self._lexicon is not None:
             document = self._lexicon.apply(document, lambda e, s: self._applies(e, s, voice))
-        groups, trailing = self._groups(document, voice)
+        document = self._fit_readings(document, voice, said)
+        for note in said:
+            log.debug("%s", note)
+        if notes is not None:
+            notes.extend(said)
+        groups, trailing = self._groups(document, voice, found)
         chunks = self._chunks(groups, voice, options, speed)
         if not chunks:
             excerpt = text[:40] if isinstance(text, str) else _written(document)[:40]
             raise EmptyTextError(f"text has nothing speakable: {excerpt!r}")
         if trailing is not None:
-            chunks[-1] = _with_silence(chunks[-1], after=trailing)
-        self._check_silence(chunks)
+            chunks[-1] = followed_by(chunks[-1], after=trailing)
+        check_silence(chunks, self._max_silence_s)
         return chunks
 
-    def _check_silence(self, chunks: list[Chunk]) -> None:
-        """A request's breaks add up to at most text.max_silence_s: 104 breaks of 10 s
-        fit in 2,000 characters, 17 minutes of a speaker saying nothing. Refused with
-        the reason, not cut short: the sender's timing was wrong, not ours to guess."""
-        total = sum(sum(chunk.silence) for chunk in chunks)
-        if total > self._max_silence_s:
-            raise ValueError(
-                f"the breaks add up to {total:g} s of silence; the limit is "
-                f"{self._max_silence_s:g} s (text.max_silence_s)"
-            )
+    def _fit_readings(self, document: Document, primary: SpeechVoice, notes: list[str]) -> Document:
+        """Each reading as the voice that reads it says it (fitting.py); where no voice
+        reads its alphabet, the span's written text."""
+        pieces: list[Span | Break | Audio] = []
+        for piece in document:
+            if isinstance(piece, Span) and piece.reading is not None:
+                try:
+                    voice = self._reading_voice(piece, piece.reading, primary)
+                except ValueError as err:
+                    notes.append(f"{err}; {as_text(piece)}")
+                    piece = plain(piece)
+                else:
+                    piece = fit(piece, voice, notes)
+            pieces.append(piece)
+        return tuple(pieces)
 
     def _chunks(
         self, groups: list[_Group], voice: SpeechVoice, options: SpeechOptions, speed: float | None
     ) -> list[Chunk]:
-        """Each group's chunks; the silence of a break before a group goes after the chunk
-        before it, or before the first chunk of all."""
+        """Each group's chunks; the silence of a break (or a sound) before a group goes
+        after the chunk before it, or before the first chunk of all."""
         chunks: list[Chunk] = []
-        pending: float | None = None  # silence of the breaks since the last chunk
+        pending: Gap | None = None  # the breaks and sounds since the last chunk
         for group in groups:
             if group.silence_before is not None:
-                pending = (pending or 0.0) + group.silence_before
+                pending = pending or Gap()
+                pending.add(group.silence_before)
             group_options = self._options(group, voice, options, speed)
             first_chars = self._synthesis.first_chunk_chars if not chunks else None
             for piece in self._chunk_texts(group, first_chars):
                 if chunks and pending is not None:
-                    chunks[-1] = _with_silence(chunks[-1], after=pending)
-                before = pending if pending is not None and not chunks else 0.0
+                    chunks[-1] = followed_by(chunks[-1], after=pending)
+                before = pending if pending is not None and not chunks else Gap()
                 breaks = (pending is not None, False)
-                chunk = Chunk(piece, group.voice, group_options, (before, 0.0), breaks)
+                silence = (before.seconds, 0.0)
+                sounds = before.placed(after=False)
+                chunk = Chunk(piece, group.voice, group_options, silence, breaks, sounds)
                 chunks.append(chunk)
                 pending = None
         if chunks and pending is not None:  # breaks after the last group that said something
-            chunks[-1] = _with_silence(chunks[-1], after=pending)
+            chunks[-1] = followed_by(chunks[-1], after=pending)
         return chunks
 
     # --- which voice ---------------------------------------------------------------------
@@ -180,16 +204,20 @@ class Router:
         return primary  # Latin in a Mandarin voice is spelled; others are refused later
 
     def _groups(
-        self, document: Document, primary: SpeechVoice
-    ) -> tuple[list[_Group], float | None]:
-        """The document's spans with their voices, in groups; and the silence after the
-        last one (None: no break there)."""
+        self, document: Document, primary: SpeechVoice, sounds: dict[str, Sound]
+    ) -> tuple[list[_Group], Gap | None]:
+        """The document's spans with their voices, in groups; and the breaks and sounds
+        after the last one (None: none there). `sounds`: those of its <audio>, by src."""
         groups: list[_Group] = []
-        pending: float | None = None
+        pending: Gap | None = None
         last: _Group | None = None
         for item in _decided(self._items(document, primary), primary):
-            if isinstance(item, Break):
-                pending = (pending or 0.0) + item.seconds
+            if isinstance(item, Break | Audio):
+                pending = pending or Gap()
+                if isinstance(item, Break):
+                    pending.seconds += item.seconds
+                else:
+                    pending.sounds.append((pending.seconds, sounds[item.src]))
                 last = None
                 continue
             assert item.voice is not None  # _decided gave every item one
@@ -200,9 +228,13 @@ class Router:
             last.items.append(item.span)
         return groups, pending
 
-    def _items(self, document: Document, primary: SpeechVoice) -> Iterator[_Item | Break]:
+    def _items(self, document: Document, primary: SpeechVoice) -> Iterator[_Item | Break | Audio]:
+        for item in self._voiced(document, primary):
+            yield item if isinstance(item, Break | Audio) else self._gendered(item, primary)
+
+    def _voiced(self, document: Document, primary: SpeechVoice) -> Iterator[_Item | Break | Audio]:
         for piece in document:
-            if isinstance(piece, Break):
+            if isinstance(piece, Break | Audio):
                 yield piece
             elif piece.reading is not None:
                 yield _Item(piece, self._reading_voice(piece, piece.reading, primary))
@@ -245,9 +277,32 @@ class Router:
         if style.language is None:
             return None
         voice = self._language_voice(style.language, primary)
+        for other in style.languages:  # <voice languages="...">: the first one we speak
+            voice = voice or self._language_voice(other, primary)
         if voice is None:
             log.debug("%sno voice for language %r: read as text", _at(span), style.language)
         return voice
+
+    def _gendered(self, item: _Item, primary: SpeechVoice) -> _Item:
+        """<voice gender>: after the name and the languages, the voice of that gender
+        (voices.*.gender) among those of the language chosen; where none is known to be,
+        the one chosen stays (the language's voice, or the default)."""
+        style = item.span.style
+        named = style.voice is not None and self._named_voice(style.voice, primary) is not None
+        if style.gender is None or item.voice is None or self._voices is None or named:
+            return item
+        ours = self._voices.name_of(item.voice) is not None
+        if ours and self._voices.settings_for(item.voice).gender == style.gender:
+            return item
+        language = item.voice.language
+        for asked in (style.language, *style.languages):  # its region, if it names one
+            if asked and primary_language(asked) == primary_language(language):
+                language = asked
+                break
+        match = self._voices.by_gender(language, style.gender)
+        if match is not None and match.alphabet == item.voice.alphabet:
+            item.voice = match
+        return item
 
     def _named_voice(self, name: str, primary: SpeechVoice) -> SpeechVoice | None:
         if self._voices is None:
@@ -360,14 +415,16 @@ def _alike(group: _Group, span: Span) -> bool:
     return (group.style.rate, group.style.volume) == (style.rate, style.volume)
 
 
-def _decided(items: Iterator[_Item | Break], primary: SpeechVoice) -> list[_Item | Break]:
+def _decided(
+    items: Iterator[_Item | Break | Audio], primary: SpeechVoice
+) -> list[_Item | Break | Audio]:
     """Items without letters of their own (digits, punctuation, spaces) go with the item
     before them, else the first one after them, else the primary voice."""
     decided = list(items)
     last: SpeechVoice | None = None
     undecided: list[_Item] = []
     for item in decided:
-        if isinstance(item, Break):
+        if isinstance(item, Break | Audio):
             continue
         if item.voice is None:
             if last is None:
@@ -410,13 +467,6 @@ def _check_readings(texts: list[str], group: _Group) -> None:
                 group.voice.ids(text)
             except ValueError as err:
                 raise ValueError(f"{where}{err}") from None
-
-
-def _with_silence(chunk: Chunk, after: float) -> Chunk:
-    """The chunk with a break after it (its silence added to any there is)."""
-    before, already = chunk.silence
-    breaks = (chunk.breaks[0], True)
-    return Chunk(chunk.text, chunk.voice, chunk.options, (before, already + after), breaks)
 
 
 def _written(spans: Document | list[Span]) -> str:
