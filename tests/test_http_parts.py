@@ -19,6 +19,7 @@ from edge_tts.http.tracker import RequestTracker
 from edge_tts.messages.request import SayRequest
 from edge_tts.speech.jobs import Job
 from edge_tts.speech.listeners import Listener, Reporters
+from edge_tts.speech.outcome import Event, Kind
 from edge_tts.voice.base import SpeechOptions
 
 from .support.fakes import FakeVoice
@@ -96,14 +97,14 @@ def job(request_id: str, text: str = "Hello.") -> Job:
 @pytest.mark.unit
 def test_the_tracker_keeps_the_latest_event_of_a_bounded_number_of_requests() -> None:
     tracker = RequestTracker(max_requests=2)
-    tracker.queued(job("a"), 0)
+    tracker.on_event(Event(Kind.QUEUED, job("a"), position=0))
     found = tracker.get("a")
     assert found is not None and found[0]["event"] == "queued" and not found[1]
-    tracker.rejected(job("a"), "queue full")
+    tracker.on_event(Event(Kind.REJECTED, job("a"), reason="queue full"))
     found = tracker.get("a")
     assert found is not None and found[0]["reason"] == "queue full" and found[1]
-    tracker.queued(job("b"), 0)
-    tracker.queued(job("c"), 1)
+    tracker.on_event(Event(Kind.QUEUED, job("b"), position=0))
+    tracker.on_event(Event(Kind.QUEUED, job("c"), position=1))
     assert tracker.get("a") is None  # the oldest went
     assert tracker.get("c") is not None
 
@@ -111,12 +112,12 @@ def test_the_tracker_keeps_the_latest_event_of_a_bounded_number_of_requests() ->
 @pytest.mark.unit
 def test_a_waiter_wakes_at_the_final_event_from_another_thread() -> None:
     tracker = RequestTracker()
-    tracker.queued(job("a"), 0)
+    tracker.on_event(Event(Kind.QUEUED, job("a"), position=0))
 
     async def wait() -> Any:
         waiting = asyncio.create_task(tracker.wait_final("a", 30))
         await asyncio.sleep(0)  # one turn of the loop (not a wait for time): it registers
-        await asyncio.to_thread(tracker.expired, job("a"))
+        await asyncio.to_thread(tracker.on_event, Event(Kind.EXPIRED, job("a")))
         return await waiting
 
     event, final = asyncio.run(wait())
@@ -124,7 +125,7 @@ def test_a_waiter_wakes_at_the_final_event_from_another_thread() -> None:
 
 
 class Broken(Listener):
-    def finished(self, job: Job) -> None:
+    def on_finished(self, event: Event) -> None:
         raise RuntimeError("a listener's bug")
 
 
@@ -132,16 +133,16 @@ class Counting(Listener):
     def __init__(self) -> None:
         self.finished_ids: list[str] = []
 
-    def finished(self, job: Job) -> None:
-        self.finished_ids.append(job.request.id)
+    def on_finished(self, event: Event) -> None:
+        self.finished_ids.append(event.job.request.id)
 
 
 @pytest.mark.unit
 def test_a_failing_listener_reaches_neither_the_engine_nor_the_others() -> None:
     primary, after = Counting(), Counting()
     reporters = Reporters(primary, [Broken(), after])
-    reporters.finished(job("a"))
-    reporters.queued(job("b"), 0)  # defaults: nothing happens
+    reporters.report(Event(Kind.FINISHED, job("a")))
+    reporters.report(Event(Kind.QUEUED, job("b"), position=0))  # defaults: nothing happens
     assert primary.finished_ids == ["a"] and after.finished_ids == ["a"]
 
 
