@@ -15,6 +15,7 @@ import pytest
 from edge_tts.config import ConfigError, settings_from_mapping
 from edge_tts.http.audio_out import wav_bytes, wav_header
 from edge_tts.http.pool import AudioPool, PoolFull, TooLarge
+from edge_tts.http.say_api import ORIGIN
 from edge_tts.http.tracker import RequestTracker
 from edge_tts.messages.request import SayRequest
 from edge_tts.speech.jobs import Job
@@ -90,7 +91,7 @@ def test_a_full_pool_says_when_there_will_be_room() -> None:
 
 
 def job(request_id: str, text: str = "Hello.") -> Job:
-    request = SayRequest(id=request_id, text=text, key=f"{request_id}#{text}")
+    request = SayRequest(id=request_id, text=text, key=f"{request_id}#{text}", origin=ORIGIN)
     return Job(request=request, deliveries=[], voice=FakeVoice(), options=SpeechOptions())
 
 

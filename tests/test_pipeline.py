@@ -14,8 +14,8 @@ import pytest
 from edge_tts.config import QueueSettings, SynthesisSettings
 from edge_tts.core.telemetry import Telemetry
 from edge_tts.daemon.app import FIGURES
-from edge_tts.messages.parse import parse_say
-from edge_tts.messages.request import Envelope, SayRequest
+from edge_tts.messages.request import SayRequest
+from edge_tts.mqtt.envelope import Envelope, parse_say
 from edge_tts.speech.dedupe import PlayedStore
 from edge_tts.speech.jobs import Job
 from edge_tts.speech.outcome import Event, Kind

@@ -108,7 +108,9 @@ class Daemon:
             s.queue,
             output=self.output,
             output_rate=rate,
-            # Every request's fate goes to MQTT, and to the HTTP server's /requests/{id}.
+            # Every request's fate goes to MQTT, and to the HTTP server's /requests/{id}:
+            # the tracker hears every door's, not only /say's, as GET /requests/{id}
+            # answers for MQTT requests too (docs/http.md).
             reporter=self.reporter,
             telemetry=self.telemetry,
             played=self.played,

@@ -9,11 +9,12 @@ from ..core.telemetry import Telemetry
 from ..messages.events import event as event_payload
 from ..messages.events import hermes_error, hermes_finished
 from ..messages.parse import payload_id
-from ..messages.topics import Topics, valid_response_topic
+from ..messages.topics import Topics
 from ..speech.dedupe import PlayedStore
 from ..speech.jobs import Job
 from ..speech.listeners import Listener
 from ..speech.outcome import EXPIRED_REASON, Event, Kind, real_time_factor, time_to_first_audio_ms
+from .envelope import MqttOrigin, valid_response_topic
 from .link import Inbound, MqttLink
 
 _LOGGER = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ class MqttReporter(Listener):
     def on_finished(self, event: Event) -> None:
         job = event.job
         self.telemetry.answered(
-            job.request.door, time_to_first_audio_ms(job), real_time_factor(job)
+            job.request.origin.door, time_to_first_audio_ms(job), real_time_factor(job)
         )
         self.telemetry.observe("synthesis_ms", job.synth_seconds * 1000)
 
@@ -92,15 +93,15 @@ class MqttReporter(Listener):
             for delivery in job.deliveries:
                 delivery.ack()
         self.link.publish(self.topics.events, event.payload)
-        request = job.request
-        if event.final and request.response_topic:
+        origin = job.request.origin
+        if event.final and isinstance(origin, MqttOrigin) and origin.response_topic:
             self.link.publish(
-                request.response_topic, event.payload, correlation_data=request.correlation_data
+                origin.response_topic, event.payload, correlation_data=origin.correlation_data
             )
 
     def _hermes_done(self, event: Event) -> None:
         request = event.job.request
-        hermes = request.hermes
+        hermes = request.origin.hermes if isinstance(request.origin, MqttOrigin) else None
         if hermes is None:
             return
         # The final events a Hermes dialogue manager hears as an error too.
@@ -111,7 +112,10 @@ class MqttReporter(Listener):
                 hermes_error(hermes.site_id, hermes.session_id, error, request.text[:100]),
             )
         # Always answer: a Hermes dialogue manager waits for sayFinished to go on.
-        self.link.publish(self.topics.hermes_finished, hermes_finished(request))
+        self.link.publish(
+            self.topics.hermes_finished,
+            hermes_finished(request.id, hermes.site_id, hermes.session_id),
+        )
 
     def bad_payload(
         self, inbound: Inbound, reason: str, hermes: tuple[str, str | None] | None

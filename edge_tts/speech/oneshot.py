@@ -16,7 +16,7 @@ from ..audio.output import AudioOutput
 from ..config import QueueSettings, SynthesisSettings
 from ..core.lifecycle import Part, Parts, nothing
 from ..core.telemetry import Telemetry
-from ..messages.request import SayRequest
+from ..messages.request import Origin, SayRequest
 from ..text.document import Document
 from ..voice.base import SpeechOptions, SpeechVoice
 from . import FIGURES
@@ -94,7 +94,9 @@ def say(
     model), ValueError for text that cannot be spoken (nothing speakable, an unknown
     speaker), SayFailed otherwise."""
     # Received now: "first audio" counts the model load, as a user waits for it too.
-    request = SayRequest(id=_REQUEST_ID, text=text, key=_REQUEST_ID, document=document)
+    request = SayRequest(
+        id=_REQUEST_ID, text=text, key=_REQUEST_ID, origin=Origin(door="say"), document=document
+    )
     job = Job(request, [], voice, options)
     reporter = OneShotReporter()
     pipeline = Pipeline(
