@@ -17,6 +17,7 @@ from edge_tts.http.audio_out import wav_bytes, wav_header
 from edge_tts.http.pool import AudioPool, PoolFull, TooLarge
 from edge_tts.http.say_api import ORIGIN
 from edge_tts.http.tracker import RequestTracker
+from edge_tts.messages.events import FINAL_KINDS
 from edge_tts.messages.request import SayRequest
 from edge_tts.speech.jobs import Job
 from edge_tts.speech.listeners import Listener, Reporters
@@ -145,6 +146,19 @@ def test_a_failing_listener_reaches_neither_the_engine_nor_the_others() -> None:
     reporters.report(Event(Kind.FINISHED, job("a")))
     reporters.report(Event(Kind.QUEUED, job("b"), position=0))  # defaults: nothing happens
     assert primary.finished_ids == ["a"] and after.finished_ids == ["a"]
+
+
+@pytest.mark.unit
+def test_every_kind_has_its_hook_and_only_a_final_one_concludes_the_job() -> None:
+    details = {Kind.QUEUED: {"position": 0}, Kind.INTERRUPTED: {"by": "stop-button"}}
+    details |= {kind: {"reason": "why"} for kind in (Kind.REJECTED, Kind.DUPLICATE)}
+    reporters = Reporters(Listener())  # the defaults alone: every kind has its no-op
+    for kind in Kind:
+        each = job(kind.value)
+        reporters.report(Event(kind, each, **details.get(kind, {})))  # type: ignore[arg-type]
+        assert each.concluded == (kind.value in FINAL_KINDS), kind
+    with pytest.raises(ValueError, match="position"):
+        Event(Kind.QUEUED, job("a"))  # a kind's detail is not left out
 
 
 @pytest.mark.unit
