@@ -26,10 +26,10 @@ def parse_payload(
     when it starts with <speak), or JSON {text, text_format, id, priority, voice,
     language, speaker, speed, volume, ttl | expires_at, interrupt, cache}; `arrival`: what
     the door knows of it. Raises BadRequest with a reason a user can act on."""
-    return request_from_fields(say_fields(decode(payload)), arrival, max_text_chars, default_ttl)
+    return request_from_fields(_say_fields(decode(payload)), arrival, max_text_chars, default_ttl)
 
 
-def say_fields(text: str) -> dict[str, Any]:
+def _say_fields(text: str) -> dict[str, Any]:
     """The fields of a say payload: a JSON object's, else the text itself."""
     start = text.lstrip()[:1]
     if start in ("{", "["):  # JSON it is, and only an object carries a request
