@@ -30,8 +30,8 @@ from edge_tts.config import (
 )
 from edge_tts.core.telemetry import Telemetry
 from edge_tts.daemon.app import FIGURES
-from edge_tts.messages.parse import parse_say
-from edge_tts.messages.request import BadRequest, Envelope, SayRequest
+from edge_tts.messages.request import BadRequest, Origin, SayRequest
+from edge_tts.mqtt.envelope import Envelope, parse_say
 from edge_tts.speech.cache_service import load_phrases
 from edge_tts.speech.jobs import Job, StepTask
 from edge_tts.speech.pipeline import Pipeline
@@ -260,7 +260,7 @@ def test_the_pre_renderer_stops_between_windows_for_a_request(tmp_path: Path) ->
     try:
         voice.permits.release(2)
         wait_until(lambda: voice.windows == 2, what="two windows")
-        request = SayRequest(id="now", text="Now.", key="now")
+        request = SayRequest(id="now", text="Now.", key="now", origin=Origin("mqtt"))
         schedule.enqueue(Job(request, [], voice, OPTIONS))
         voice.permits.release(20)  # as many windows as it likes, if it does not stop
         wait_until(lambda: pre.pauses == 1, what="the pre-renderer to pause")

@@ -1,5 +1,6 @@
 """A request on its way through the pipeline: the `Job`, its text `Chunk`s, the tasks a
-synthesis worker takes, and the `Reporter` its fate goes to. Data only, no threads."""
+synthesis worker takes. Data only, no threads; its fate goes out as `Event`s (outcome.py)
+to the listeners (listeners.py)."""
 
 from __future__ import annotations
 
@@ -24,61 +25,6 @@ class Delivery(Protocol):
     of a queued request hands its deliveries to the first copy."""
 
     def ack(self) -> None: ...
-
-
-class Reporter(Protocol):
-    """Where a request's fate goes: events, acknowledgements, Hermes replies (the daemon's
-    `MqttReporter`), or the one answer `edge-ttsd say` waits for.
-
-    The final events are `messages.events.FINAL_KINDS`; queued, started and deferred are
-    not final. A reporter never writes the job: the engine reports through `Concluding`,
-    which marks it concluded."""
-
-    def queued(self, job: Job, position: int) -> None: ...
-    def started(self, job: Job) -> None: ...
-    def finished(self, job: Job) -> None: ...
-    def rejected(self, job: Job, reason: str) -> None: ...
-    def expired(self, job: Job) -> None: ...
-    def interrupted(self, job: Job, by: str) -> None: ...
-    def duplicate(self, job: Job, reason: str) -> None: ...
-    def deferred(self, job: Job) -> None: ...
-
-
-class Concluding:
-    """The engine's reporter: the door's, with `job.concluded` set as the final event goes
-    out, so that the field has one writer whichever door reports."""
-
-    def __init__(self, reporter: Reporter) -> None:
-        self._reporter = reporter
-
-    def queued(self, job: Job, position: int) -> None:
-        self._reporter.queued(job, position)
-
-    def started(self, job: Job) -> None:
-        self._reporter.started(job)
-
-    def deferred(self, job: Job) -> None:
-        self._reporter.deferred(job)
-
-    def finished(self, job: Job) -> None:
-        job.concluded = True
-        self._reporter.finished(job)
-
-    def rejected(self, job: Job, reason: str) -> None:
-        job.concluded = True
-        self._reporter.rejected(job, reason)
-
-    def expired(self, job: Job) -> None:
-        job.concluded = True
-        self._reporter.expired(job)
-
-    def interrupted(self, job: Job, by: str) -> None:
-        job.concluded = True
-        self._reporter.interrupted(job, by)
-
-    def duplicate(self, job: Job, reason: str) -> None:
-        job.concluded = True
-        self._reporter.duplicate(job, reason)
 
 
 class Played(Protocol):
@@ -117,8 +63,8 @@ class Job:
     """A request on its way. Each field is set at creation (`Final`) or has one writer:
     `schedule.py`, under its lock (seq, planning, played_chunks, interrupted_by, cancel,
     deliveries); the worker that plans it (chunks, plan_error, planned_at, planned); the
-    playback thread (started_at, utterance, first_written_at, audio_seconds); `Concluding`
-    (concluded)."""
+    playback thread (started_at, utterance, first_written_at, audio_seconds); `Reporters`
+    (concluded, listeners.py)."""
 
     request: Final[SayRequest]
     # To acknowledge once its fate is known. Replaced, never mutated (schedule.py): a
@@ -140,7 +86,7 @@ class Job:
     # Set when it must stop playing: interrupted by another request, or shutdown.
     cancel: Final[threading.Event] = field(default_factory=threading.Event)
     audio_seconds: float = 0.0
-    concluded: bool = False  # its final event is out (set by `Concluding`)
+    concluded: bool = False  # its final event is out (set by `Reporters`)
 
     @property
     def synth_seconds(self) -> float:

@@ -12,13 +12,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 
 from ..audio.output import AudioOutput
 from ..cache.serving import ChunkAudio, PhraseCache, cached_audio
 from ..config import QueueSettings, SynthesisSettings
 from ..core.telemetry import Telemetry
 from ..text import EmptyTextError
-from .jobs import Chunk, Concluding, Job, PlanTask, Played, Reporter, StepTask
+from .jobs import Chunk, Job, PlanTask, Played, StepTask
+from .listeners import Listener, Reporters
+from .outcome import Event, Kind
 from .playback import Playback, report_safely
 from .routing import Router
 from .schedule import ANSWERED, PLAYED, Schedule
@@ -35,17 +38,20 @@ class Pipeline:
         *,
         output: AudioOutput,
         output_rate: int,
-        reporter: Reporter,
+        reporter: Listener,
         telemetry: Telemetry,
         played: Played,
         router: Router | None = None,
         cache: PhraseCache | None = None,
+        listeners: Sequence[Listener] = (),
     ):
+        """`reporter` hears every request's fate first (its failures are the engine's to
+        handle); `listeners` after it, each failure logged (listeners.py)."""
         self.synthesis = synthesis
         self.router = router or Router(synthesis)
         self.output = output
         self.output_rate = output_rate
-        self.reporter = Concluding(reporter)
+        self.reporter = Reporters(reporter, listeners)
         self.telemetry = telemetry
         self.played = played
         self.cache = cache
@@ -83,7 +89,7 @@ class Pipeline:
             thread.join(timeout)
         for job in unplayed:
             if not job.concluded:
-                report_safely(self.reporter.deferred, job)
+                report_safely(self.reporter, Event(Kind.DEFERRED, job))
 
     def alive(self) -> bool:
         return not self._stop.is_set() and all(t.is_alive() for t in self._threads)
@@ -103,7 +109,7 @@ class Pipeline:
         request = job.request
         if self._stop.is_set():
             # Unacknowledged, so the broker redelivers it after the restart.
-            self.reporter.deferred(job)
+            self.reporter.report(Event(Kind.DEFERRED, job))
             return
         if not request.dedupe:
             # A first delivery without a sender id: its key is topic + payload + packet id.
@@ -113,7 +119,7 @@ class Pipeline:
             self.played.discard(request.key)
         position = self.schedule.enqueue(job, self.played)
         if position == PLAYED:
-            self.reporter.duplicate(job, PLAYED)
+            self.reporter.report(Event(Kind.DUPLICATE, job, reason=PLAYED))
         elif isinstance(position, str) and request.redelivered:
             # The broker's copy of a request we hold (sent again after a reconnect): it is
             # acknowledged with it, and that one's final event answers both.
@@ -122,11 +128,12 @@ class Pipeline:
                 for delivery in job.deliveries:
                     delivery.ack()
         elif isinstance(position, str):
-            self.reporter.duplicate(job, position)
+            self.reporter.report(Event(Kind.DUPLICATE, job, reason=position))
         elif position is None:
-            self.reporter.rejected(job, f"queue full ({self.schedule.size} requests waiting)")
+            reason = f"queue full ({self.schedule.size} requests waiting)"
+            self.reporter.report(Event(Kind.REJECTED, job, reason=reason))
         else:
-            self.reporter.queued(job, position)
+            self.reporter.report(Event(Kind.QUEUED, job, position=position))
 
     def stop_playing(self, by: str) -> str | None:
         """Fade out what plays, as an interrupting request does; its sender gets
