@@ -1,4 +1,5 @@
-"""`edge-ttsd say`: one request through the daemon's pipeline and audio outputs.
+"""`edge-ttsd say`'s door: one request through the daemon's pipeline and audio outputs
+(cli/say.py is its command line).
 
 The same `Pipeline` and outputs as the daemon, so there is one playback behaviour to
 test: the first chunk plays while the rest is synthesized, with the same scheduling,
@@ -17,14 +18,14 @@ from ..config import QueueSettings, SynthesisSettings
 from ..core.lifecycle import Part, Parts, nothing
 from ..core.telemetry import Telemetry
 from ..messages.request import Origin, SayRequest
+from ..speech import FIGURES
+from ..speech.jobs import Job
+from ..speech.listeners import Listener
+from ..speech.outcome import EXPIRED_REASON, Event, Kind
+from ..speech.pipeline import Pipeline
+from ..speech.routing import Router
 from ..text.document import Document
 from ..voice.base import SpeechOptions, SpeechVoice
-from . import FIGURES
-from .jobs import Job
-from .listeners import Listener
-from .outcome import EXPIRED_REASON, Event, Kind
-from .pipeline import Pipeline
-from .routing import Router
 
 STOP_TIMEOUT_S = 5.0
 _REQUEST_ID = "say"
