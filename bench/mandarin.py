@@ -5,7 +5,7 @@
 
 Issue 11 (the Mandarin voice). Both voices live in this process the way the daemon holds
 them: `share_runtime()` first (one onnxruntime arena for every session),
-each voice loaded and warmed up as edge_tts/daemon/app.py's `_preload` does
+each voice loaded and warmed up as edge_tts/daemon/app.py's `preload` does
 (`warm_up(concurrent=synthesis.max_concurrent)`), every text planned as the router plans a
 one-script text (`prepare` with the synthesis defaults: first chunk of at most
 `first_chunk_chars`) and each chunk rendered by edge_tts/speech/synthesis.py's `render()` at the
@@ -146,7 +146,7 @@ def synthesis_settings() -> Any:
 def open_speaker(key: str, voice_dir: Path, steps: dict[str, float] | None = None) -> Speaker:
     """The English voice (our INT8 build, `files.default_voice()`) or the Mandarin one,
     built as edge_tts/voice/registry.py's `open_voice` does, loaded and warmed up as
-    edge_tts/daemon/app.py's `_preload` does. `steps`: RSS after each step, by name (the Mandarin
+    edge_tts/daemon/app.py's `preload` does. `steps`: RSS after each step, by name (the Mandarin
     voice's pinyin dictionaries first: its warm_up would load them anyway)."""
     from edge_tts.voice import files
     from edge_tts.voice.base import SpeechOptions

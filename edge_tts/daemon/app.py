@@ -71,43 +71,52 @@ class Daemon:
     ):
         """`reload` reads the settings again (SIGHUP: the lexicon is replaced with theirs)."""
         self.settings = settings
-        s = settings
         self.notifier = notifier or Notifier()
         self._reload = reload
         self.stop_event = threading.Event()
-        self.topics = Topics(s.topic_prefix, s.device_id, s.hermes.enabled)
+        self.topics = Topics(settings.topic_prefix, settings.device_id, settings.hermes.enabled)
         self.telemetry = Telemetry(figures=FIGURES)
         try:
-            self.voices = Voices(s)
-        except (files.VoiceNotFoundError, VoiceDirError) as err:
+            self.voices = Voices(settings)
+            # After the voices: each entry's phonemes are checked against them.
+            self.lexicon = Lexicon(lexicon_entries(settings.text, self.voices))
+        except (files.VoiceNotFoundError, VoiceDirError, lexicon.LexiconError) as err:
             raise StartupRefused(str(err)) from err
-        try:  # after the voices: each entry's phonemes are checked against them
-            self.lexicon = Lexicon(self._lexicon_entries(s.text))
-        except lexicon.LexiconError as err:
-            raise StartupRefused(str(err)) from err
-        rate = self.voices.default.sample_rate
-        self.output = open_output(s.audio, rate)
+        self.output = open_output(settings.audio, self.voices.default.sample_rate)
         # Created on the first save: an unwritable state directory degrades, not refuses.
-        self.played = PlayedStore(s.resolved_state_dir() / PLAYED_FILE)
-        subscriptions = [*self.topics.subscriptions(), *self.topics.controls()]
-        self.link = MqttLink(
+        self.played = PlayedStore(settings.resolved_state_dir() / PLAYED_FILE)
+        self.link = self._mqtt_link()
+        self.reporter = MqttReporter(self.link, self.topics, self.telemetry)
+        self.tracker = RequestTracker() if settings.http.uri is not None else None
+        self._build_engine()
+        self._build_doors()
+        self._build_watch()
+        self.parts = Parts(self._parts())
+
+    def _mqtt_link(self) -> MqttLink:
+        s = self.settings
+        link = MqttLink(
             s.broker,
             s.client_id,
-            subscriptions,
+            [*self.topics.subscriptions(), *self.topics.controls()],
             self.topics.availability,
             self._on_message,
             optional=optional_subscriptions(s),
         )
-        self.link.on_connected = self._on_connected
-        self.reporter = MqttReporter(self.link, self.topics, self.telemetry)
-        self.tracker = RequestTracker() if s.http.uri is not None else None
+        link.on_connected = self._on_connected
+        return link
+
+    def _build_engine(self) -> None:
+        """The speech engine: the pipeline (local playback), the responses of the remote
+        doors on the same workers below it, keep-warm, and the phrase cache."""
+        s = self.settings
         # Also under the state directory, and also degraded, not refused, when unwritable.
         self.cache = CacheService(s, self.telemetry)
         self.pipeline = Pipeline(
             s.synthesis,
             s.queue,
             output=self.output,
-            output_rate=rate,
+            output_rate=self.voices.default.sample_rate,
             # Every request's fate goes to MQTT, and to the HTTP server's /requests/{id}:
             # the tracker hears every door's, not only /say's, as GET /requests/{id}
             # answers for MQTT requests too (docs/http.md).
@@ -118,20 +127,18 @@ class Daemon:
             cache=self.cache.lookup,
             listeners=[self.tracker] if self.tracker else [],
         )
-        self.cache.attach(self.pipeline.schedule, self.voices, self.pipeline.router)
+        schedule = self.pipeline.schedule
+        self.cache.attach(schedule, self.voices, self.pipeline.router)
         # What a remote door (Wyoming, HTTP) asks for: the same workers, below local playback.
         self.responses = Responses(
-            s.synthesis,
-            self.voices,
-            self.pipeline.schedule.wake,
-            self.cache.lookup,
-            self.lexicon,
-            s.text,
+            s.synthesis, self.voices, schedule.wake, self.cache.lookup, self.lexicon, s.text
         )
-        schedule = self.pipeline.schedule
         schedule.add(TaskClass.REMOTE, self.responses)
         self.keep_warm = KeepWarm(self.voices, s.synthesis.keep_warm_s, schedule.idle_since)
         schedule.add(TaskClass.KEEP_WARM, self.keep_warm)
+
+    def _build_doors(self) -> None:
+        s = self.settings
         self.intake = Intake(
             s, self.voices, self.link, self.reporter, self.pipeline, self.telemetry
         )
@@ -144,9 +151,12 @@ class Daemon:
             else None
         )
         # Scripts, OpenAI- and Piper-compatible clients, /say and /metrics over HTTP.
-        self.http = self._http_server() if self.tracker is not None else None
+        self.http = _http_server(self, self.tracker) if self.tracker is not None else None
+
+    def _build_watch(self) -> None:
+        """Status, telemetry and the watchdog, as the periodic duties of one thread."""
         self.status = DaemonStatus(
-            device_id=s.device_id,
+            device_id=self.settings.device_id,
             link=self.link,
             topics=self.topics,
             telemetry=self.telemetry,
@@ -162,16 +172,14 @@ class Daemon:
             self.telemetry, self.status.gauges, self.status.publish_telemetry
         )
         self.health = HealthTick(self.notifier, self.status.checks(), self.status.tick)
-        # Every periodic duty, on one thread. Health at once: the first watchdog ping comes
-        # well inside WatchdogSec= after READY.
+        # Health at once: the first watchdog ping comes well inside WatchdogSec= after READY.
         health_every = self.notifier.watchdog_interval() or HEALTH_INTERVAL_S
         self.tick = Tick(
             [
                 Duty("health", health_every, self.health.tick, at_start=True),
-                Duty("telemetry", s.telemetry.interval, self.publisher.publish_once),
+                Duty("telemetry", self.settings.telemetry.interval, self.publisher.publish_once),
             ]
         )
-        self.parts = Parts(self._parts())
 
     def _parts(self) -> list[Part]:
         """In dependency order: the pipeline reports through the link, so the link stops
@@ -191,25 +199,6 @@ class Daemon:
             Part("tick", self.tick.start, self.tick.stop),
         ]
 
-    def _http_server(self) -> HttpServer:
-        """Imported here: aiohttp and prometheus_client only where HTTP is on."""
-        from ..http.door import HttpServer
-
-        assert self.tracker is not None
-        try:
-            return HttpServer(
-                self.settings,
-                self.voices,
-                self.responses,
-                self.telemetry,
-                self.tracker,
-                self.pipeline.submit,
-                problems=lambda: self.status.problems(),  # the status is made after it
-                gauges=lambda: self.status.gauges(),
-            )
-        except ConfigError as err:  # beyond loopback without a token; an unreadable token
-            raise StartupRefused(str(err)) from err
-
     # --- lifecycle -------------------------------------------------------------------
 
     def run(self) -> int:
@@ -225,28 +214,8 @@ class Daemon:
         return 0
 
     def _preload(self) -> None:
-        """Every voice, so a Mandarin message does not wait seconds for its voice to load.
-        The default voice must load (ModelIntegrityError propagates: refuse to start);
-        another that fails is reported, and requests for it are rejected with the reason."""
-        if not self.settings.synthesis.preload:
-            return
-        default = self.voices.default
-        self._warm(default)
-        for name, voice in self.voices.all().items():
-            if voice is default:
-                continue
-            try:
-                self._warm(voice)
-            except (ModelIntegrityError, VoiceDirError, OSError) as err:
-                _LOGGER.error("Voice %s cannot be used: %s", name, err)
-
-    def _warm(self, voice: SpeechVoice) -> None:
-        self.notifier.status(f"loading voice {voice.name}")
-        voice.load()
-        self.notifier.status(f"warming up voice {voice.name}")
-        started = time.monotonic()
-        voice.warm_up(concurrent=self.settings.synthesis.max_concurrent)
-        _LOGGER.info("Warmed up voice %s in %.2f s", voice.name, time.monotonic() - started)
+        if self.settings.synthesis.preload:
+            preload(self.voices, self.settings.synthesis.max_concurrent, self.notifier)
 
     def _stop_pipeline(self) -> None:
         self.pipeline.stop(STOP_TIMEOUT_S)
@@ -280,13 +249,6 @@ class Daemon:
         signal.signal(signal.SIGINT, handle)
         signal.signal(signal.SIGHUP, lambda _signum, _frame: self.reload_lexicon())
 
-    def _lexicon_entries(self, text: TextSettings) -> list[lexicon.Entry]:
-        """The entries of the settings, each reading checked with the voices that read
-        it; LexiconError names the first bad one."""
-        entries = lexicon.load(text.lexicon, text.lexicon_file)
-        check_readings(entries, self.voices)
-        return entries
-
     def reload_lexicon(self) -> None:
         """The lexicon of the settings as they are now (their file, and the file it names),
         in place of the one in use; on any error the one in use stays, with the reason
@@ -295,7 +257,7 @@ class Daemon:
             _LOGGER.warning("Received SIGHUP; no settings file to reload the lexicon from")
             return
         try:
-            entries = self._lexicon_entries(self._reload().text)
+            entries = lexicon_entries(self._reload().text, self.voices)
         except (ConfigError, lexicon.LexiconError) as err:
             _LOGGER.error(
                 "Lexicon not reloaded (%d entries stay in use): %s", len(self.lexicon), err
@@ -303,6 +265,57 @@ class Daemon:
             return
         self.lexicon.replace(entries)
         _LOGGER.info("Lexicon reloaded: %d entries", len(entries))
+
+
+def _http_server(daemon: Daemon, tracker: RequestTracker) -> HttpServer:
+    """Imported here: aiohttp and prometheus_client only where HTTP is on."""
+    from ..http.door import HttpServer
+
+    try:
+        return HttpServer(
+            daemon.settings,
+            daemon.voices,
+            daemon.responses,
+            daemon.telemetry,
+            tracker,
+            daemon.pipeline.submit,
+            problems=lambda: daemon.status.problems(),  # the status is made after it
+            gauges=lambda: daemon.status.gauges(),
+        )
+    except ConfigError as err:  # beyond loopback without a token; an unreadable token
+        raise StartupRefused(str(err)) from err
+
+
+def lexicon_entries(text: TextSettings, voices: Voices) -> list[lexicon.Entry]:
+    """The entries of the settings, each reading checked with the voices that read it;
+    LexiconError names the first bad one."""
+    entries = lexicon.load(text.lexicon, text.lexicon_file)
+    check_readings(entries, voices)
+    return entries
+
+
+def preload(voices: Voices, concurrent: int, notifier: Notifier) -> None:
+    """Every voice, so a Mandarin message does not wait seconds for its voice to load.
+    The default voice must load (ModelIntegrityError propagates: refuse to start);
+    another that fails is reported, and requests for it are rejected with the reason."""
+    default = voices.default
+    _warm(default, concurrent, notifier)
+    for name, voice in voices.all().items():
+        if voice is default:
+            continue
+        try:
+            _warm(voice, concurrent, notifier)
+        except (ModelIntegrityError, VoiceDirError, OSError) as err:
+            _LOGGER.error("Voice %s cannot be used: %s", name, err)
+
+
+def _warm(voice: SpeechVoice, concurrent: int, notifier: Notifier) -> None:
+    notifier.status(f"loading voice {voice.name}")
+    voice.load()
+    notifier.status(f"warming up voice {voice.name}")
+    started = time.monotonic()
+    voice.warm_up(concurrent=concurrent)
+    _LOGGER.info("Warmed up voice %s in %.2f s", voice.name, time.monotonic() - started)
 
 
 __all__ = ["Daemon", "StartupRefused"]
