@@ -12,7 +12,9 @@ Engines (all on CPUExecutionProvider, 2 intra-op threads, 1 inter-op thread):
     int8   our engine on our INT8 build (the daemon's default voice)
     int8-1win  the same with one decoder window per sentence (no short first window):
            what the fast first sound costs in throughput
-    piper  piper-tts's PiperVoice (one chunk per sentence) on the same FP32 model
+    piper  piper-tts's PiperVoice (one chunk per sentence) on the same FP32 model, on a
+           session of our making (PIPER_SESSION): PiperVoice.load takes no session
+           options and would use every core, with spinning threads
     int8-cand  with `--candidate PATH`: our engine on another INT8 build (e.g. a new
            scheme's), in the same interleaved run, for its ratios to all of the above;
            with `--candidate-own-pools` also without share_runtime (an arena per session;
@@ -27,7 +29,10 @@ load samples (`--loads`) come from fresh worker processes, interleaved.
 
 Measured per sentence: time to first audio (text in -> first audio piece's int16 PCM ready,
 front-end and phonemization included), whole-text synthesis time, process CPU time and
-audio duration. Real-time factor = total synthesis time / total audio duration.
+audio duration. Real-time factor = total synthesis time / total audio duration; CPU s per
+audio s = the process's CPU time (time.process_time: every thread, onnxruntime's pool
+included) over the same span / audio duration. Ratios between engines are also given as
+the median of the per-sentence ratios, each pair measured seconds apart ("paired").
 Sizes and RSS are in MB = 10^6 bytes.
 """
 
@@ -75,6 +80,10 @@ INT8_SPEEDUP_GOAL = 1.3  # ... goal: 1.3x faster
 RTF_VS_PIPER_MAX = 0.75
 TTFA_VS_PIPER_MAX = 0.6
 PEAK_RSS_MAX_MB = 200.0
+PIPER_SESSION = (
+    "piper-tts's PiperVoice on an InferenceSession of ours: intra_op_num_threads as ours, "
+    "1 inter-op thread, otherwise onnxruntime's defaults (spinning threads, ORT_ENABLE_ALL)"
+)
 INT8_FILE_MAX_MB = 25.0
 
 
@@ -421,6 +430,19 @@ def report(
         ),
         "rtf_fp32_over_piper": round(fp32.rtf / piper.rtf, 3),
         "cpu_int8_over_piper": round(int8.cpu_per_audio / piper.cpu_per_audio, 3),
+        "cpu_int8_over_piper_paired_median": round(
+            paired_ratio(int8, piper, "cpu_s", per_audio=True), 3
+        ),
+        "cpu_fp32_over_piper": round(fp32.cpu_per_audio / piper.cpu_per_audio, 3),
+        "cpu_fp32_over_piper_paired_median": round(
+            paired_ratio(fp32, piper, "cpu_s", per_audio=True), 3
+        ),
+        "cpu_fp32_over_int8_paired_median": round(
+            1 / paired_ratio(int8, fp32, "cpu_s", per_audio=True), 3
+        ),
+        "rtf_fp32_over_piper_paired_median": round(
+            paired_ratio(fp32, piper, "synth_s", per_audio=True), 3
+        ),
         "ttfa_p50_int8_over_piper": round(ttfa_vs_piper, 3),
         "ttfa_int8_over_piper_paired_median": round(
             paired_ratio(int8, piper, "ttfa_s", per_audio=False), 3
@@ -454,6 +476,7 @@ def report(
         "sentences": len(sentences),
         "rounds": args.rounds,
         "threads": args.threads,
+        "piper_session": PIPER_SESSION,
         "elapsed_s": round(elapsed, 1),
         "machine": machine_info(load_before),
         "engines": {e: r.summary() for e, r in results.items()},
@@ -503,9 +526,15 @@ RATIOS = (  # the ratios' table: label, key in report()'s ratios
     ("INT8 speed-up over FP32 (RTF)", "rtf_fp32_over_int8"),
     ("  paired median", "rtf_fp32_over_int8_paired_median"),
     ("  CPU time", "cpu_fp32_over_int8"),
+    ("  CPU time, paired median", "cpu_fp32_over_int8_paired_median"),
     ("RTF INT8 / piper-tts", "rtf_int8_over_piper"),
     ("  paired median", "rtf_int8_over_piper_paired_median"),
+    ("CPU s per audio s, INT8 / piper-tts", "cpu_int8_over_piper"),
+    ("  paired median", "cpu_int8_over_piper_paired_median"),
     ("RTF FP32 / piper-tts", "rtf_fp32_over_piper"),
+    ("  paired median", "rtf_fp32_over_piper_paired_median"),
+    ("CPU s per audio s, FP32 / piper-tts", "cpu_fp32_over_piper"),
+    ("  paired median", "cpu_fp32_over_piper_paired_median"),
     ("TTFA p50 INT8 / piper-tts", "ttfa_p50_int8_over_piper"),
     ("  paired median", "ttfa_int8_over_piper_paired_median"),
     ("TTFA p50 FP32 / piper-tts", "ttfa_p50_fp32_over_piper"),
@@ -531,6 +560,7 @@ def print_table(result: dict[str, Any]) -> None:
         f"per engine; {result['elapsed_s']:.0f} s"
     )
     print(f"method: {result['method']}")
+    print(f"piper-tts: {result['piper_session']}")
     print(f"INT8 build: sha256 {str(result['int8_sha256'])[:12]}... (from its manifest)")
     print(machine_line(result["machine"]))
     print()
