@@ -15,6 +15,9 @@ Engines (all on CPUExecutionProvider, 2 intra-op threads, 1 inter-op thread):
     piper  piper-tts's PiperVoice (one chunk per sentence) on the same FP32 model, on a
            session of our making (PIPER_SESSION): PiperVoice.load takes no session
            options and would use every core, with spinning threads
+    piper-parked  with `--piper-parked`: the same with its pool's threads parking when idle
+           (spinning off, as ours): piper-tts's CPU time without the spin, so that the CPU
+           ratio compares the engines, not the thread pools' waiting
     int8-cand  with `--candidate PATH`: our engine on another INT8 build (e.g. a new
            scheme's), in the same interleaved run, for its ratios to all of the above;
            with `--candidate-own-pools` also without share_runtime (an arena per session;
@@ -70,6 +73,7 @@ from tests.support.texts import evaluation_lines
 
 ENGINES = ("fp32", "int8", "int8-1win", "piper")
 CANDIDATE = "int8-cand"
+PIPER_PARKED = "piper-parked"
 WARM_UP_TEXT = "Hello there. This warms the engine up."  # not in the corpus
 QUICK_SENTENCES = 4
 PAUSE_S = 0.05  # between gated commands: lets the last engine's spinning ORT threads park
@@ -140,13 +144,14 @@ class OurEngine:
 
 
 class PiperEngine:
-    def __init__(self, model: Path, threads: int) -> None:
+    def __init__(self, model: Path, threads: int, spinning: bool = True) -> None:
         import onnxruntime  # here, at worker start: `load` times the model load only
         import piper
         import piper.config
 
         self.model = model
         self.threads = threads
+        self.spinning = spinning
         self.sample_rate = 0
         self._voice: Any = None
         self._ort = onnxruntime
@@ -161,6 +166,8 @@ class PiperEngine:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = self.threads  # PiperVoice.load would use all cores
         options.inter_op_num_threads = 1
+        if not self.spinning:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = onnxruntime.InferenceSession(
             str(self.model), sess_options=options, providers=["CPUExecutionProvider"]
         )
@@ -182,8 +189,8 @@ def model_path(engine: str, int8: Path) -> Path:
 
 def make_engine(engine: str, int8: Path, threads: int, own_pools: bool = False) -> Engine:
     path = model_path(engine, int8)
-    if engine == "piper":
-        return PiperEngine(path, threads)
+    if engine in ("piper", PIPER_PARKED):
+        return PiperEngine(path, threads, spinning=engine == "piper")
     return OurEngine(path, threads, first_window=engine != "int8-1win", shared=not own_pools)
 
 
@@ -312,6 +319,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     builds: dict[str, Path] = {e: args.int8 for e in ENGINES}
     if args.candidate:
         builds[CANDIDATE] = args.candidate
+    if args.piper_parked:
+        builds[PIPER_PARKED] = args.int8  # unused: piper-tts runs the FP32 original
     for build in set(builds.values()):
         if not build.is_file():
             raise SystemExit(f"no INT8 build at {build}: run `edge-ttsd quantize` first")
@@ -461,6 +470,8 @@ def report(
     }
     if CANDIDATE in results:
         ratios.update(candidate_ratios(results))
+    if PIPER_PARKED in results:
+        ratios.update(parked_ratios(results))
     from edge_tts.voice.integrity import manifest_digest
 
     return {
@@ -489,6 +500,25 @@ def report(
             ]
             for e, r in results.items()
         },
+    }
+
+
+def parked_ratios(results: dict[str, EngineResult]) -> dict[str, float]:
+    parked, int8, fp32 = results[PIPER_PARKED], results["int8"], results["fp32"]
+    return {
+        "cpu_int8_over_parked": round(int8.cpu_per_audio / parked.cpu_per_audio, 3),
+        "cpu_int8_over_parked_paired_median": round(
+            paired_ratio(int8, parked, "cpu_s", per_audio=True), 3
+        ),
+        "cpu_fp32_over_parked_paired_median": round(
+            paired_ratio(fp32, parked, "cpu_s", per_audio=True), 3
+        ),
+        "rtf_int8_over_parked_paired_median": round(
+            paired_ratio(int8, parked, "synth_s", per_audio=True), 3
+        ),
+        "rtf_fp32_over_parked_paired_median": round(
+            paired_ratio(fp32, parked, "synth_s", per_audio=True), 3
+        ),
     }
 
 
@@ -542,6 +572,14 @@ RATIOS = (  # the ratios' table: label, key in report()'s ratios
     ("the short first window's cost: RTF int8 / int8-1win", "rtf_int8_over_int8_1win"),
     ("RTF int8-1win / piper-tts", "rtf_int8_1win_over_piper"),
     ("TTFA p50 int8-1win / piper-tts", "ttfa_p50_int8_1win_over_piper"),
+    ("CPU s per audio s, INT8 / piper-tts parked", "cpu_int8_over_parked"),
+    ("  paired median", "cpu_int8_over_parked_paired_median"),
+    (
+        "CPU s per audio s, FP32 / piper-tts parked, paired median",
+        "cpu_fp32_over_parked_paired_median",
+    ),
+    ("RTF INT8 / piper-tts parked, paired median", "rtf_int8_over_parked_paired_median"),
+    ("RTF FP32 / piper-tts parked, paired median", "rtf_fp32_over_parked_paired_median"),
     ("candidate: speed-up over FP32 (RTF)", "rtf_fp32_over_cand"),
     ("candidate: CPU time over FP32", "cpu_fp32_over_cand"),
     ("candidate: speed-up over INT8", "rtf_int8_over_cand"),
@@ -589,8 +627,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="the candidate without share_runtime: an arena per session",
     )
+    parser.add_argument(
+        "--piper-parked",
+        action="store_true",
+        help="also piper-tts with its pool's threads parking (spinning off, as ours)",
+    )
     add_output_options(parser)
-    parser.add_argument("--worker", choices=(*ENGINES, CANDIDATE), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--worker", choices=(*ENGINES, CANDIDATE, PIPER_PARKED), help=argparse.SUPPRESS
+    )
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args.worker, args.int8, args.threads, args.candidate_own_pools)
