@@ -10,7 +10,8 @@ phonemizer, router, windowing, pause gate, int16) by function.
 
 `--parts`: the engine path against the same model run once per chunk (ids from our
 front-end, noise scales as the voice's) with our session options, with spinning on (as
-piper-tts's session spins), and piper-tts itself (FP32 only); interleaved per sentence,
+piper-tts's session spins), once per sentence unsplit, with memory patterns on, and
+piper-tts itself, its threads parking as ours (FP32 only); interleaved per sentence,
 the order rotating; paired medians against piper-tts (or the spinning whole runs).
 """
 
@@ -47,26 +48,36 @@ def _spoken(engine: OurEngine | PiperEngine) -> Speak:
     return lambda text: sum(len(pcm) for pcm in engine.chunks(text))
 
 
-def _whole(engine: OurEngine, spinning: bool) -> Speak:
-    """One whole-graph run per chunk of the engine's own plan."""
+def _whole(
+    engine: OurEngine, spinning: bool, per_sentence: bool = False, patterns: bool = False
+) -> Speak:
+    """One whole-graph run per chunk of the engine's own plan (`per_sentence`: per text,
+    unsplit, as piper-tts runs a sentence; `patterns`: onnxruntime's memory patterns on)."""
     import numpy as np
     import onnxruntime
 
+    from edge_tts.text import prepare
     from edge_tts.voice.model import session_options
     from edge_tts.voicebuild.calibration import inference_scales
 
     options = session_options(2)
     options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    options.enable_mem_pattern = patterns
     voice = engine._voice
     session = onnxruntime.InferenceSession(
         str(voice.files.model), options, providers=["CPUExecutionProvider"]
     )
     scales = np.asarray(inference_scales(voice.files), dtype=np.float32)
 
+    def texts(text: str) -> list[str]:
+        if per_sentence:
+            return prepare(text, voice.language, max_chunk_chars=10_000, first_chunk_chars=10_000)
+        return [chunk.text for chunk in engine.router.plan(text, voice, engine.options)]
+
     def speak(text: str) -> int:
         made = 0
-        for chunk in engine.router.plan(text, voice, engine.options):
-            for ids in voice.ids(chunk.text):
+        for chunk in texts(text):
+            for ids in voice.ids(chunk):
                 feeds = {
                     "input": np.asarray([ids], dtype=np.int64),
                     "input_lengths": np.asarray([len(ids)], dtype=np.int64),
@@ -108,13 +119,15 @@ def parts(engine: OurEngine, build: str, lines: Sequence[str], rounds: int) -> d
         "ours": _spoken(engine),
         "whole": _whole(engine, spinning=False),
         "whole, spinning": _whole(engine, spinning=True),
+        "whole per sentence": _whole(engine, spinning=False, per_sentence=True),
+        "whole, memory patterns": _whole(engine, spinning=False, patterns=True),
     }
     if build == "fp32":
         from edge_tts.voice import files
 
-        piper = PiperEngine(files.packaged_fp32().model, threads=2)
+        piper = PiperEngine(files.packaged_fp32().model, threads=2, spinning=False)
         piper.load()
-        speakers["piper-tts"] = _spoken(piper)
+        speakers["piper-tts parked"] = _spoken(piper)
     for speak in speakers.values():
         speak(WARM_UP_TEXT)
     samples: dict[str, list[tuple[float, float, int]]] = {name: [] for name in speakers}
