@@ -28,9 +28,12 @@ wheels downloaded, systemd-python compiled in the root; the machine half busy), 
 warm on an idle machine, 16 min warm while other jobs kept it busy (load average 5-7).
 Warm, the converge is 8-12 min of that (apt in the root 4-5 min, python3's bootstrap
 1-2 min, pip 1 min, the other tasks 5-10 s each) and the speech 1-2.5 min; the quick
-`edge-ttsd tune` adds ~7 min (warm, load 3: 18 min 38 s for the module). In the root,
+`edge-ttsd tune` adds ~7 min (warm, load 3: 18 min 38 s for the module); the fp16 stage
+2's check ~9 min more (a build on the host, two sentences on each CPU model; 2026-12-03,
+load 3-7: 35 min for the converge and it alone, the converge 24 min of it). In the root,
 /proc/cpuinfo is the host's (qemu-user does not emulate it), so the record names the
-host's CPU model beside "aarch64".
+host's CPU model beside "aarch64", and the CPU features that decide onnxruntime's kernels
+are read from the aux vector (qemu-user answers it for the CPU it emulates).
 
 Timings under emulation mean nothing about a Pi: qemu-user translates every aarch64
 instruction, so synthesis runs 15-45x slower than real time here where a Pi 4 runs
