@@ -12,7 +12,12 @@ Engines (all on CPUExecutionProvider, 2 intra-op threads, 1 inter-op thread):
     int8   our engine on our INT8 build (the daemon's default voice)
     int8-1win  the same with one decoder window per sentence (no short first window):
            what the fast first sound costs in throughput
-    piper  piper-tts's PiperVoice (one chunk per sentence) on the same FP32 model
+    piper  piper-tts's PiperVoice (one chunk per sentence) on the same FP32 model, on a
+           session of our making (PIPER_SESSION): PiperVoice.load takes no session
+           options and would use every core, with spinning threads
+    piper-parked  with `--piper-parked`: the same with its pool's threads parking when idle
+           (spinning off, as ours): piper-tts's CPU time without the spin, so that the CPU
+           ratio compares the engines, not the thread pools' waiting
     int8-cand  with `--candidate PATH`: our engine on another INT8 build (e.g. a new
            scheme's), in the same interleaved run, for its ratios to all of the above;
            with `--candidate-own-pools` also without share_runtime (an arena per session;
@@ -27,7 +32,10 @@ load samples (`--loads`) come from fresh worker processes, interleaved.
 
 Measured per sentence: time to first audio (text in -> first audio piece's int16 PCM ready,
 front-end and phonemization included), whole-text synthesis time, process CPU time and
-audio duration. Real-time factor = total synthesis time / total audio duration.
+audio duration. Real-time factor = total synthesis time / total audio duration; CPU s per
+audio s = the process's CPU time (time.process_time: every thread, onnxruntime's pool
+included) over the same span / audio duration. Ratios between engines are also given as
+the median of the per-sentence ratios, each pair measured seconds apart ("paired").
 Sizes and RSS are in MB = 10^6 bytes.
 """
 
@@ -65,6 +73,7 @@ from tests.support.texts import evaluation_lines
 
 ENGINES = ("fp32", "int8", "int8-1win", "piper")
 CANDIDATE = "int8-cand"
+PIPER_PARKED = "piper-parked"
 WARM_UP_TEXT = "Hello there. This warms the engine up."  # not in the corpus
 QUICK_SENTENCES = 4
 PAUSE_S = 0.05  # between gated commands: lets the last engine's spinning ORT threads park
@@ -75,6 +84,10 @@ INT8_SPEEDUP_GOAL = 1.3  # ... goal: 1.3x faster
 RTF_VS_PIPER_MAX = 0.75
 TTFA_VS_PIPER_MAX = 0.6
 PEAK_RSS_MAX_MB = 200.0
+PIPER_SESSION = (
+    "piper-tts's PiperVoice on an InferenceSession of ours: intra_op_num_threads as ours, "
+    "1 inter-op thread, otherwise onnxruntime's defaults (spinning threads, ORT_ENABLE_ALL)"
+)
 INT8_FILE_MAX_MB = 25.0
 
 
@@ -131,13 +144,14 @@ class OurEngine:
 
 
 class PiperEngine:
-    def __init__(self, model: Path, threads: int) -> None:
+    def __init__(self, model: Path, threads: int, spinning: bool = True) -> None:
         import onnxruntime  # here, at worker start: `load` times the model load only
         import piper
         import piper.config
 
         self.model = model
         self.threads = threads
+        self.spinning = spinning
         self.sample_rate = 0
         self._voice: Any = None
         self._ort = onnxruntime
@@ -152,6 +166,8 @@ class PiperEngine:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = self.threads  # PiperVoice.load would use all cores
         options.inter_op_num_threads = 1
+        if not self.spinning:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = onnxruntime.InferenceSession(
             str(self.model), sess_options=options, providers=["CPUExecutionProvider"]
         )
@@ -173,8 +189,8 @@ def model_path(engine: str, int8: Path) -> Path:
 
 def make_engine(engine: str, int8: Path, threads: int, own_pools: bool = False) -> Engine:
     path = model_path(engine, int8)
-    if engine == "piper":
-        return PiperEngine(path, threads)
+    if engine in ("piper", PIPER_PARKED):
+        return PiperEngine(path, threads, spinning=engine == "piper")
     return OurEngine(path, threads, first_window=engine != "int8-1win", shared=not own_pools)
 
 
@@ -303,6 +319,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     builds: dict[str, Path] = {e: args.int8 for e in ENGINES}
     if args.candidate:
         builds[CANDIDATE] = args.candidate
+    if args.piper_parked:
+        builds[PIPER_PARKED] = args.int8  # unused: piper-tts runs the FP32 original
     for build in set(builds.values()):
         if not build.is_file():
             raise SystemExit(f"no INT8 build at {build}: run `edge-ttsd quantize` first")
@@ -421,6 +439,19 @@ def report(
         ),
         "rtf_fp32_over_piper": round(fp32.rtf / piper.rtf, 3),
         "cpu_int8_over_piper": round(int8.cpu_per_audio / piper.cpu_per_audio, 3),
+        "cpu_int8_over_piper_paired_median": round(
+            paired_ratio(int8, piper, "cpu_s", per_audio=True), 3
+        ),
+        "cpu_fp32_over_piper": round(fp32.cpu_per_audio / piper.cpu_per_audio, 3),
+        "cpu_fp32_over_piper_paired_median": round(
+            paired_ratio(fp32, piper, "cpu_s", per_audio=True), 3
+        ),
+        "cpu_fp32_over_int8_paired_median": round(
+            1 / paired_ratio(int8, fp32, "cpu_s", per_audio=True), 3
+        ),
+        "rtf_fp32_over_piper_paired_median": round(
+            paired_ratio(fp32, piper, "synth_s", per_audio=True), 3
+        ),
         "ttfa_p50_int8_over_piper": round(ttfa_vs_piper, 3),
         "ttfa_int8_over_piper_paired_median": round(
             paired_ratio(int8, piper, "ttfa_s", per_audio=False), 3
@@ -439,6 +470,8 @@ def report(
     }
     if CANDIDATE in results:
         ratios.update(candidate_ratios(results))
+    if PIPER_PARKED in results:
+        ratios.update(parked_ratios(results))
     from edge_tts.voice.integrity import manifest_digest
 
     return {
@@ -454,6 +487,7 @@ def report(
         "sentences": len(sentences),
         "rounds": args.rounds,
         "threads": args.threads,
+        "piper_session": PIPER_SESSION,
         "elapsed_s": round(elapsed, 1),
         "machine": machine_info(load_before),
         "engines": {e: r.summary() for e, r in results.items()},
@@ -466,6 +500,25 @@ def report(
             ]
             for e, r in results.items()
         },
+    }
+
+
+def parked_ratios(results: dict[str, EngineResult]) -> dict[str, float]:
+    parked, int8, fp32 = results[PIPER_PARKED], results["int8"], results["fp32"]
+    return {
+        "cpu_int8_over_parked": round(int8.cpu_per_audio / parked.cpu_per_audio, 3),
+        "cpu_int8_over_parked_paired_median": round(
+            paired_ratio(int8, parked, "cpu_s", per_audio=True), 3
+        ),
+        "cpu_fp32_over_parked_paired_median": round(
+            paired_ratio(fp32, parked, "cpu_s", per_audio=True), 3
+        ),
+        "rtf_int8_over_parked_paired_median": round(
+            paired_ratio(int8, parked, "synth_s", per_audio=True), 3
+        ),
+        "rtf_fp32_over_parked_paired_median": round(
+            paired_ratio(fp32, parked, "synth_s", per_audio=True), 3
+        ),
     }
 
 
@@ -503,9 +556,15 @@ RATIOS = (  # the ratios' table: label, key in report()'s ratios
     ("INT8 speed-up over FP32 (RTF)", "rtf_fp32_over_int8"),
     ("  paired median", "rtf_fp32_over_int8_paired_median"),
     ("  CPU time", "cpu_fp32_over_int8"),
+    ("  CPU time, paired median", "cpu_fp32_over_int8_paired_median"),
     ("RTF INT8 / piper-tts", "rtf_int8_over_piper"),
     ("  paired median", "rtf_int8_over_piper_paired_median"),
+    ("CPU s per audio s, INT8 / piper-tts", "cpu_int8_over_piper"),
+    ("  paired median", "cpu_int8_over_piper_paired_median"),
     ("RTF FP32 / piper-tts", "rtf_fp32_over_piper"),
+    ("  paired median", "rtf_fp32_over_piper_paired_median"),
+    ("CPU s per audio s, FP32 / piper-tts", "cpu_fp32_over_piper"),
+    ("  paired median", "cpu_fp32_over_piper_paired_median"),
     ("TTFA p50 INT8 / piper-tts", "ttfa_p50_int8_over_piper"),
     ("  paired median", "ttfa_int8_over_piper_paired_median"),
     ("TTFA p50 FP32 / piper-tts", "ttfa_p50_fp32_over_piper"),
@@ -513,6 +572,14 @@ RATIOS = (  # the ratios' table: label, key in report()'s ratios
     ("the short first window's cost: RTF int8 / int8-1win", "rtf_int8_over_int8_1win"),
     ("RTF int8-1win / piper-tts", "rtf_int8_1win_over_piper"),
     ("TTFA p50 int8-1win / piper-tts", "ttfa_p50_int8_1win_over_piper"),
+    ("CPU s per audio s, INT8 / piper-tts parked", "cpu_int8_over_parked"),
+    ("  paired median", "cpu_int8_over_parked_paired_median"),
+    (
+        "CPU s per audio s, FP32 / piper-tts parked, paired median",
+        "cpu_fp32_over_parked_paired_median",
+    ),
+    ("RTF INT8 / piper-tts parked, paired median", "rtf_int8_over_parked_paired_median"),
+    ("RTF FP32 / piper-tts parked, paired median", "rtf_fp32_over_parked_paired_median"),
     ("candidate: speed-up over FP32 (RTF)", "rtf_fp32_over_cand"),
     ("candidate: CPU time over FP32", "cpu_fp32_over_cand"),
     ("candidate: speed-up over INT8", "rtf_int8_over_cand"),
@@ -531,6 +598,7 @@ def print_table(result: dict[str, Any]) -> None:
         f"per engine; {result['elapsed_s']:.0f} s"
     )
     print(f"method: {result['method']}")
+    print(f"piper-tts: {result['piper_session']}")
     print(f"INT8 build: sha256 {str(result['int8_sha256'])[:12]}... (from its manifest)")
     print(machine_line(result["machine"]))
     print()
@@ -559,8 +627,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="the candidate without share_runtime: an arena per session",
     )
+    parser.add_argument(
+        "--piper-parked",
+        action="store_true",
+        help="also piper-tts with its pool's threads parking (spinning off, as ours)",
+    )
     add_output_options(parser)
-    parser.add_argument("--worker", choices=(*ENGINES, CANDIDATE), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--worker", choices=(*ENGINES, CANDIDATE, PIPER_PARKED), help=argparse.SUPPRESS
+    )
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args.worker, args.int8, args.threads, args.candidate_own_pools)

@@ -28,9 +28,12 @@ wheels downloaded, systemd-python compiled in the root; the machine half busy), 
 warm on an idle machine, 16 min warm while other jobs kept it busy (load average 5-7).
 Warm, the converge is 8-12 min of that (apt in the root 4-5 min, python3's bootstrap
 1-2 min, pip 1 min, the other tasks 5-10 s each) and the speech 1-2.5 min; the quick
-`edge-ttsd tune` adds ~7 min (warm, load 3: 18 min 38 s for the module). In the root,
+`edge-ttsd tune` adds ~7 min (warm, load 3: 18 min 38 s for the module); the fp16 stage
+2's check ~9 min more (a build on the host, two sentences on each CPU model; 2026-12-03,
+load 3-7: 35 min for the converge and it alone, the converge 24 min of it). In the root,
 /proc/cpuinfo is the host's (qemu-user does not emulate it), so the record names the
-host's CPU model beside "aarch64".
+host's CPU model beside "aarch64", and the CPU features that decide onnxruntime's kernels
+are read from the aux vector (qemu-user answers it for the CPU it emulates).
 
 Timings under emulation mean nothing about a Pi: qemu-user translates every aarch64
 instruction, so synthesis runs 15-45x slower than real time here where a Pi 4 runs
@@ -380,3 +383,78 @@ def test_tune_runs_on_arm64_and_records_a_choice(arm64_root: Arm64Root) -> None:
     assert set(candidates) == {"fp32", installed}
     gate = candidates[installed]["gate"]
     assert gate is not None and gate["passed"], gate  # as measured above: 0.39 on ARM
+
+
+# --- the fp16 stage 2, where onnxruntime has FP16 arithmetic and where it has not ------------
+
+FP16_SCHEME = "static-fast-ups01-fp16"
+FP16_SENTENCES = 2  # tune's gate sentences (tune/run.py GATE_SENTENCES): ~4 min per CPU here
+FP16_INSIDE = "/tmp/arm64-fp16"
+
+
+def test_fp16_stage2_runs_in_fp16_on_a_pi5s_cpu_and_is_tried_there_only(
+    arm64_root: Arm64Root, tmp_path: Path
+) -> None:
+    """The fp16-stage-2 build, made on the host, in the root on qemu's Cortex-A76 (FP16
+    arithmetic: `asimdhp`) and Cortex-A72 (none): on the A76 onnxruntime runs all of stage
+    2 on fp16 kernels, with no Cast inside it in the graph it optimized; on the A72 it runs
+    it in float from the fp16 weights (the same audio as x86). It passes the quality gate on
+    both, and the installed `tune` tries it on the A76 only."""
+    from edge_tts.voicebuild.calibration import sentence_ids
+    from edge_tts.voicebuild.quantizer import quantize
+
+    voice = files.packaged_fp32()
+    build = tmp_path / "fp16.int8.onnx"
+    quantize(voice.model, build, FP16_SCHEME, sentence_ids(voice, "calibration_en.txt"))
+    ids = sentence_ids(voice, "evaluation_en.txt")[:FP16_SENTENCES]
+    (tmp_path / "ids.json").write_text(json.dumps(ids))
+    for name in ("ids.json", build.name):
+        copy_into(arm64_root.root, tmp_path / name, f"{FP16_INSIDE}/{name}")
+    rate = load_config(voice).sample_rate
+    fp32 = [arm64_speech.speak(voice.model, [sequence]) for sequence in ids]
+    on_x86 = [arm64_speech.speak(build, [sequence]) for sequence in ids]
+    for board, fp16 in (("pi5", True), ("pi4", False)):
+        audio, kernels, casts = _fp16_stage2_in_root(arm64_root.root, board, fp16)
+        gate = [compare(ref, got, rate) for ref, got in zip(fp32, audio, strict=True)]
+        same = [compare(x, got, rate) for x, got in zip(on_x86, audio, strict=True)]
+        print(f"  {board}: gate {[round(c.spectral_distance, 3) for c in gate]}, against the "
+              f"same build on x86 {[round(c.spectral_distance, 4) for c in same]}")  # fmt: skip
+        # Measured 2026-12-03 (qemu 7.2, onnxruntime 1.32.0, 3 sentences): the A76 ran all
+        # of stage 2 on fp16 kernels (Conv, NhwcFusedConv, Add, Div, LeakyRelu), 0.340-0.377
+        # from FP32 (x86: 0.335-0.374; fp16 arithmetic moved it 0.03-0.04); the A72 ran its
+        # Conv/Add/Div/LeakyRelu in float, bit for bit x86's audio.
+        assert all(c.spectral_distance < GATE_MAX_DISTANCE for c in gate), gate
+        assert all(abs(c.duration_ratio - 1) < GATE_MAX_DURATION_DEVIATION for c in gate)
+        floats = {op for op, element in kernels.values() if element == "float"}
+        if fp16:
+            assert kernels and not floats and not casts, (kernels, casts)
+        else:
+            assert {"Conv", "Add"} <= floats, kernels
+            assert all(c.spectral_distance < 0.01 for c in same), same
+        decides = "from edge_tts.voice.machine import cpu_facts; from edge_tts.tune.quantized "
+        decides += f"import unfit; print(unfit({FP16_SCHEME!r}, cpu_facts()))"
+        tried = in_root(arm64_root.root, f"{VENV}/bin/python", "-c", decides, cpu=BOARDS[board])
+        assert tried.returncode == 0, tried.stderr[-3000:]
+        assert (tried.stdout.strip() == "None") is fp16, tried.stdout  # else: why not
+
+
+def _fp16_stage2_in_root(
+    root: Path, board: str, fp16: bool
+) -> tuple[list[npt.NDArray[np.float32]], dict[str, tuple[str, str]], list[str]]:
+    """tests/support/arm64_fp16.py in the root on the board's CPU model: the build's audio
+    per sentence, stage 2's kernels as profiled, the Casts inside it as optimized."""
+    from .support import arm64_fp16
+
+    copy_into(root, Path(arm64_fp16.__file__), f"{FP16_INSIDE}/arm64_fp16.py")
+    files_in = [f"{FP16_INSIDE}/{name}" for name in ("fp16.int8.onnx", "ids.json")]
+    command = [f"{VENV}/bin/python", f"{FP16_INSIDE}/arm64_fp16.py", *files_in, FP16_INSIDE]
+    run = in_root(root, *command, board, cpu=BOARDS[board], timeout=1800)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    report = json.loads(run.stdout.splitlines()[-1])
+    assert report["cpu"]["asimdhp"] is fp16, report["cpu"]  # what onnxruntime reads
+    out = root / FP16_INSIDE.lstrip("/")
+    raw = np.fromfile(out / f"{board}.f32", dtype="<f4")
+    kernels = arm64_fp16.stage_kernels(report)
+    print(f"{board}: {report['seconds']} s emulated, stage 2 ran {sorted(set(kernels.values()))}")
+    audio = np.split(raw, np.cumsum(report["samples"])[:-1])
+    return audio, kernels, arm64_fp16.stage_casts(out / f"{board}.opt.onnx")

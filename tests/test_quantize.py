@@ -262,6 +262,41 @@ def test_default_scheme_sounds_like_fp32(
     assert default.worst_duration_deviation < 0.1
 
 
+@pytest.mark.model
+def test_the_fp16_stage2_build_is_the_default_with_stage2_in_fp16_and_passes_the_gate(
+    built: tuple[Path, Path], eval_ids: list[list[int]], tmp_path: Path
+) -> None:
+    """Stage 2 (ups.2 as a polyphase Conv, resblocks 6-8 and their sum, conv_post) reads
+    fp16 weights only, the int8 nodes are the default's, and it stands in for FP32 by the
+    gate. Where the CPU has no FP16 arithmetic onnxruntime runs the stage in float from
+    those weights; where it has (tests/test_arm64.py, on qemu's Cortex-A76) in fp16."""
+    from edge_tts.voicebuild.calibration import sentence_ids
+    from edge_tts.voicebuild.half import region
+
+    voice = files.packaged_fp32()
+    out = tmp_path / "fp16.int8.onnx"
+    scheme = SCHEMES["static-fast-ups01-fp16"]
+    assert scheme.needs == ("fp16_arithmetic",) and scheme.half is not None
+    manifest = quantize(voice.model, out, scheme.name, sentence_ids(voice, "calibration_en.txt"))
+    default = json.loads(manifest_path(built[0]).read_text())
+    assert manifest["nodes"]["quantized_nodes"] == default["nodes"]["quantized_nodes"]  # type: ignore[index]
+    model = onnx.load(out)
+    stage = [model.graph.node[i] for i in region(model.graph, *scheme.half)]
+    assert manifest["fp16_nodes"] == len(stage) == 26  # 8 Convs (ups.2 polyphase), what joins them
+    assert {n.op_type for n in stage} >= {"Conv", "LeakyRelu", "Add"}
+    weights = {t.name: t.data_type for t in model.graph.initializer}
+    read = {name for node in stage for name in node.input if name in weights}
+    # fp16 weights, and the polyphase interleave's int64 shapes: no float weight left
+    assert {weights[name] for name in read} == {TensorProto.FLOAT16, TensorProto.INT64}
+    casts = [
+        n for n in model.graph.node if n.op_type == "Cast" and "_fp16" in n.output[0] + n.input[0]
+    ]
+    assert len(casts) == 2  # into the stage at ups.2, out of it after conv_post
+    report = quality.quality_report(voice.model, out, eval_ids, rounds=1)
+    assert report.max_distance < DEFAULT_MAX_DISTANCE, report.format()
+    assert report.worst_duration_deviation < quality.GATE_MAX_DURATION_DEVIATION
+
+
 @pytest.mark.daemon
 def test_quantize_command_builds_once_and_verifies(
     tmp_path: Path, built: tuple[Path, Path]

@@ -8,14 +8,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import numpy as np
 import pytest
 import yaml
 
 from edge_tts.config import settings_from_mapping
 from edge_tts.tune.measure import Gate, Measured, Timing
-from edge_tts.tune.run import pick, thread_counts
+from edge_tts.tune.run import fitting, pick, thread_counts
 from edge_tts.voice import builds, files
 from edge_tts.voice import tune_record as record
 from edge_tts.voice.builds import Build, BuildError, candidates, pinned_build
@@ -52,6 +53,66 @@ def test_cpu_facts_name_the_cpu_and_the_instructions_that_pick_kernels(tmp_path:
     assert str(pi4["model"]).endswith("part 0xd08")
     assert pi4["notable_flags"] == ["asimd"] and pi4["int8_dot_product"] is False
     assert facts["flags_sha256"] != pi4["flags_sha256"]
+
+
+PI5_FEATURES = "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp"  # noqa: E501
+PI4_FEATURES = "fp asimd evtstrm crc32 cpuid"
+
+
+def _auxv(path: Path, hwcap: int) -> Path:
+    """An aux vector as the kernel lays it out: (key, value) pairs of u64, AT_NULL last."""
+    path.write_bytes(np.array([6, 4096, 16, hwcap, 0, 0], dtype="<u8").tobytes())
+    return path
+
+
+@pytest.mark.unit
+def test_fp16_arithmetic_is_asimdhp_from_cpuinfo_or_the_aux_vector(tmp_path: Path) -> None:
+    """A Pi 5 (Cortex-A76) has it, a Pi 4 (A72) not, x86 never; under qemu-user
+    /proc/cpuinfo is the host's, so the aux vector (what onnxruntime reads) also counts."""
+    pi5, pi4, host = tmp_path / "pi5", tmp_path / "pi4", tmp_path / "x86"
+    pi5.write_text(f"processor\t: 0\nFeatures\t: {PI5_FEATURES}\nCPU part\t: 0xd0b\n")
+    pi4.write_text(f"processor\t: 0\nFeatures\t: {PI4_FEATURES}\nCPU part\t: 0xd08\n")
+    host.write_text("processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2 f16c fma\n")
+    none = tmp_path / "no-auxv"
+    a76 = _auxv(tmp_path / "a76", (1 << 10) | (1 << 9) | (1 << 20))
+    a72 = _auxv(tmp_path / "a72", 1 << 1)
+    arm = "aarch64"
+    assert cpu_facts(pi5, none, arm)["fp16_arithmetic"] is True
+    assert "asimdhp" in cast(list[str], cpu_facts(pi5, none, arm)["notable_flags"])
+    assert cpu_facts(pi4, none, arm)["fp16_arithmetic"] is False
+    assert cpu_facts(pi4, a72, arm)["fp16_arithmetic"] is False
+    assert cpu_facts(host, a76, arm)["fp16_arithmetic"] is True  # qemu -cpu cortex-a76
+    assert cpu_facts(host, a72, arm)["fp16_arithmetic"] is False  # qemu -cpu cortex-a72
+    assert cpu_facts(host, a76, "x86_64")["fp16_arithmetic"] is False  # x86: no aux HWCAP
+    # The recorded machine stays /proc/cpuinfo's: a choice made before still holds.
+    assert cpu_facts(pi4, a72, arm)["flags_sha256"] == cpu_facts(pi4, none, arm)["flags_sha256"]
+
+
+FP16 = "static-fast-ups01-fp16"
+NO_FP16 = {"fp16_arithmetic": False, "int8_dot_product": True}
+WITH_FP16 = {"fp16_arithmetic": True, "int8_dot_product": True}
+
+
+@pytest.mark.unit
+def test_the_fp16_build_is_tried_and_built_only_where_the_cpu_has_fp16_arithmetic(
+    tmp_path: Path,
+) -> None:
+    from edge_tts.tune.quantized import build_schemes, cpu_schemes, unfit
+
+    half = Build(FP16, Path("/v/joe.static-fast-ups01-fp16.int8.onnx"), "c" * 64, False)
+    logged: list[str] = []
+    assert fitting([INT8, FP32, half], NO_FP16, logged.append) == [INT8, FP32]
+    assert logged == [f"  not trying {FP16} ({half.path.name}): made for fp16_arithmetic, "
+                      "which this CPU lacks"]  # fmt: skip
+    assert fitting([INT8, FP32, half], WITH_FP16, logged.append) == [INT8, FP32, half]
+    configured = Build(FP16, half.path, half.sha256, configured=True)  # the user's own choice
+    assert fitting([configured, FP32], NO_FP16, print) == [configured, FP32]
+    assert unfit("static-fast-ups01", NO_FP16) is None and unfit("from-a-newer-release", {}) is None
+    assert cpu_schemes(WITH_FP16) == [FP16] and cpu_schemes(NO_FP16) == []
+    vs = settings_for({}, tmp_path).voices["default"]
+    logged.clear()  # refused before anything is looked up or built
+    assert build_schemes(vs, [FP16, "auto"], logged.append, NO_FP16) == []
+    assert logged == [f"  not building {FP16}: made for fp16_arithmetic, which this CPU lacks"]
 
 
 @pytest.mark.unit
@@ -273,7 +334,7 @@ def test_unknown_schemes_are_refused_before_anything_is_built(tmp_path: Path) ->
 
     vs = settings_for({}, tmp_path).voices["default"]
     with pytest.raises(UnknownSchemeError, match=r"unknown scheme.*static-fast"):
-        build_schemes(vs, ["static-fastest"], print)
+        build_schemes(vs, ["static-fastest"], print, NO_FP16)
 
 
 @pytest.mark.daemon

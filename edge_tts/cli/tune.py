@@ -36,7 +36,8 @@ def add_parser(sub: Subparsers) -> None:
         "--schemes",
         type=lambda v: [name for name in v.split(",") if name],
         default=[],
-        help="also build these INT8 schemes here first, e.g. static-enc-flow-dec0 (minutes)",
+        help="also build these INT8 schemes here first, e.g. static-enc-flow-dec0 (minutes); "
+        "auto: those made for a feature of this CPU (fp16 stage 2 where it has FP16 arithmetic)",
     )
     p.add_argument("--quick", action="store_true", help="one short sentence per build")
     p.add_argument("--show", action="store_true", help="print the recorded choice; no tuning")

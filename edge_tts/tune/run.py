@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from importlib.resources import files as package_files
@@ -27,7 +27,7 @@ from ..voice.machine import fingerprint, same_machine
 from ..voice.model import Voice
 from . import DEFAULT_BUDGET_S
 from .measure import Gate, Measured, measure
-from .quantized import build_schemes
+from .quantized import build_schemes, unfit
 
 Log = Callable[[str], None]
 GATE_SENTENCES = 2  # the evaluation set's first ones: short, so a Pi 4 gates in seconds
@@ -65,11 +65,11 @@ def tune(
     """Build the INT8 `schemes` missing here (outside the budget), then measure, choose,
     record; returns the record written."""
     chosen_names = list(names) or list(settings.voices)
+    machine = fingerprint()
     for name in chosen_names if schemes else []:
         if configured_build(settings.voices[name], digest=False).scheme != files.IMPORTED:
-            build_schemes(settings.voices[name], schemes, log)
+            build_schemes(settings.voices[name], schemes, log, machine)
     started = time.monotonic()
-    machine = fingerprint()
     previous = record.load(settings)
     same = previous is not None and same_machine(previous.get("machine", {}), machine) is None
     kept = dict(previous.get("voices", {})) if previous is not None and same else {}
@@ -80,7 +80,7 @@ def tune(
         log(f"Tuning voice {name} ({share:.0f} s)")
         gated = _previous_gates(kept.get(name))
         kept[name] = _tune_voice(
-            settings, settings.voices[name], counts, quick, deadline, gated, log
+            settings, settings.voices[name], counts, quick, deadline, gated, log, machine
         )
     result = {
         "format": record.FORMAT,
@@ -103,8 +103,9 @@ def _tune_voice(
     deadline: float,
     gated: dict[str, Gate],
     log: Log,
+    machine: dict[str, object],
 ) -> dict[str, Any]:
-    builds = candidates(vs)
+    builds = fitting(candidates(vs), machine, log)
     log("  builds: " + ", ".join(f"{b.scheme} ({b.path.name})" for b in builds))
     ungated = any(b.sha256 not in gated for b in builds if b.scheme not in NOT_GATED)
     gate_ids = _gate_ids(builds, 1 if quick else GATE_SENTENCES) if ungated else []
@@ -125,6 +126,19 @@ def _tune_voice(
         "fastest_threads": _fastest_threads(best),
         "candidates": [_measured_json(m) for m in results],
     }
+
+
+def fitting(builds: list[Build], machine: Mapping[str, object], log: Log) -> list[Build]:
+    """The builds worth trying on this CPU: the configured one (the user's choice) and
+    every other one not made for a feature this CPU lacks."""
+    kept = []
+    for build in builds:
+        why = None if build.configured else unfit(build.scheme, machine)
+        if why is None:
+            kept.append(build)
+        else:
+            log(f"  not trying {build.scheme} ({build.path.name}): {why}")
+    return kept
 
 
 def pick(results: list[Measured], threads: int) -> tuple[Measured, str]:

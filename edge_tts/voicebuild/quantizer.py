@@ -48,6 +48,7 @@ from .calibration import (
     inference_scales,
     set_random_seed,
 )
+from .half import region, to_half
 from .polyphase import INTERLEAVE_OPS, interleave_nodes, original_name, rewrite_conv_transposes
 from .quality import DETERMINISTIC_SCALES
 from .schemes import DEFAULT_SCHEME, SCHEMES, Scheme
@@ -209,6 +210,19 @@ def _rewrite(scheme: Scheme, src: Path, work: Path) -> Path:
 
 
 def _build(scheme: Scheme, src: Path, work: Path, calibration_ids: Sequence[Sequence[int]]) -> Path:
+    built = _build_method(scheme, src, work, calibration_ids)
+    if scheme.half is None:
+        return built
+    model = onnx.load(built)
+    to_half(model, *scheme.half)
+    halved = work / "half.onnx"
+    onnx.save_model(model, halved)
+    return halved
+
+
+def _build_method(
+    scheme: Scheme, src: Path, work: Path, calibration_ids: Sequence[Sequence[int]]
+) -> Path:
     source = _rewrite(scheme, src, work)
     prepared = _prepare(source, work) if scheme.preprocess else source
     model = onnx.load(prepared)
@@ -241,7 +255,13 @@ def _finalize(path: Path, dst: Path) -> onnx.ModelProto:
 
 
 # Scheme fields added after builds were installed, with the value every earlier scheme had.
-_LATER_FIELDS: dict[str, object] = {"polyphase": (), "percentile": 99.99, "symmetric_ranges": True}
+_LATER_FIELDS: dict[str, object] = {
+    "polyphase": (),
+    "percentile": 99.99,
+    "symmetric_ranges": True,
+    "half": None,
+    "needs": (),
+}
 
 
 def recipe_fingerprint(recipe: Scheme, calibration_ids: Sequence[Sequence[int]]) -> str:
@@ -282,6 +302,7 @@ def quantize(
         "size_bytes": dst.stat().st_size,
         "nodes": node_report(onnx.load(src), model),
         "calibration_sequences": len(calibration_ids) if recipe.method == "static" else 0,
+        "fp16_nodes": len(region(model.graph, *recipe.half)) if recipe.half else 0,
         "onnxruntime_version": ort.__version__,
         "onnx_version": onnx.__version__,
         "created_by": CREATED_BY,

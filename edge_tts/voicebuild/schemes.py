@@ -25,6 +25,11 @@ Methods:
   error is added.  onnxruntime keeps the ``DequantizeLinear`` nodes (it does not
   constant-fold them unless ``session.disable_quant_qdq`` is set), so the weights are
   dequantized on every run: a smaller file, but ~5 % slower than FP32.
+* ``half`` (an option of any method) - after quantizing, the float region from the nodes
+  named with the first prefix to those named with the second runs in fp16
+  (``edge_tts.voicebuild.half``).  Only CPUs with FP16 arithmetic (ARMv8.2: the Pi 5's
+  Cortex-A76, not the Pi 4's A72, no x86) run it in fp16; ``needs`` names that, and
+  ``edge-ttsd tune`` does not try the build on a CPU without it.
 """
 
 from __future__ import annotations
@@ -49,6 +54,10 @@ DECODER_STAGE0 = (
 DECODER_STAGE1_RESBLOCKS = ("/dec/resblocks.3/", "/dec/resblocks.4/", "/dec/resblocks.5/")
 # The upsampling ConvTransposes into stage 0 (8x), stage 1 (64x) and stage 2 (256x).
 DECODER_UPS = ("/dec/ups.0/", "/dec/ups.1/", "/dec/ups.2/")
+# Stage 2 as a region: from its upsampling to conv_post, the resblocks 6-8 and their sum between.
+DECODER_STAGE2 = (DECODER_UPS[2], "/dec/conv_post/")
+# What a CPU must have for a scheme's build to be worth trying (edge_tts.voice.machine).
+FP16_ARITHMETIC = "fp16_arithmetic"
 CONV_OPS = ("Conv", "ConvTranspose")
 
 
@@ -73,6 +82,8 @@ class Scheme:
     symmetric_ranges: bool = True
     preprocess: bool = False  # onnxruntime quant_pre_process (ONNX shape inference + basic opt.)
     polyphase: tuple[str, ...] = ()  # ConvTransposes rewritten as Convs first (name prefixes)
+    half: tuple[str, str] | None = None  # the region run in fp16: (first, last) name prefixes
+    needs: tuple[str, ...] = ()  # CPU features (voice.machine.cpu_facts) it is for
 
     def selects(self, node: onnx.NodeProto) -> bool:
         name = node.name
@@ -161,6 +172,24 @@ _SCHEME_LIST = (
         symmetric_ranges=False,
         preprocess=True,
         polyphase=DECODER_UPS[:2],
+    ),
+    Scheme(
+        # The default with stage 2 in fp16 (docs/quantization.md, "Half-precision stage 2"):
+        # ups.2 as a polyphase Conv so that it has an fp16 kernel too. Elsewhere than on
+        # FP16 arithmetic onnxruntime runs stage 2 in float: only slower, never chosen there.
+        "static-fast-ups01-fp16",
+        "static-fast-ups01 plus HiFi-GAN stage 2 in fp16, for CPUs with FP16 arithmetic",
+        "static",
+        ("Conv",),
+        include=(ENCODER, FLOW, *DECODER_STAGE0, *DECODER_STAGE1_RESBLOCKS, DECODER_UPS[1]),
+        reduce_range=True,
+        calibration="percentile",
+        percentile=99.95,
+        symmetric_ranges=False,
+        preprocess=True,
+        polyphase=DECODER_UPS,
+        half=DECODER_STAGE2,
+        needs=(FP16_ARITHMETIC,),
     ),
     Scheme(
         "weight-only",
