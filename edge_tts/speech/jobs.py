@@ -1,8 +1,10 @@
-"""A request on its way through the pipeline: the `Job`, its text `Chunk`s, the tasks a
-synthesis worker takes, and the `Reporter` its fate goes to. Data only, no threads."""
+"""A request on its way through the pipeline: the `Job`, its plan and its chunks' runs,
+the tasks a synthesis worker takes, and the `Reporter` its fate goes to. Data only, no
+threads."""
 
 from __future__ import annotations
 
+import enum
 import queue
 import threading
 from collections.abc import Callable
@@ -14,6 +16,7 @@ import numpy as np
 from ..audio.output import Utterance
 from ..messages.request import SayRequest
 from ..voice.base import SpeechOptions, SpeechVoice
+from ..voice.planned import PlannedChunk
 from ..voice.registry import Voices
 
 
@@ -88,18 +91,13 @@ class Played(Protocol):
     def discard(self, key: str, /) -> None: ...
 
 
-@dataclass
-class Chunk:
-    """One text chunk; its audio arrives in pieces while the decoder works through it."""
+@dataclass(eq=False)
+class ChunkRun:
+    """A planned chunk of a job on its way to the speaker: the pipeline's channel between
+    the worker that renders it and the playback thread. Its audio arrives in pieces while
+    the decoder works through it."""
 
-    text: Final[str]
-    voice: Final[SpeechVoice]  # the job's own, or the one for another writing system in it
-    options: Final[SpeechOptions]
-    # Exact silence before and after its speech, in seconds: SSML's breaks (routing.py).
-    silence: Final[tuple[float, float]] = (0.0, 0.0)
-    # Whether a break stands before / after it: then the break is the pause there, and the
-    # voice's own silence at that end is trimmed (synthesis.render).
-    breaks: Final[tuple[bool, bool]] = (False, False)
+    plan: Final[PlannedChunk]  # what to say, and how (the router's)
     pieces: Final[queue.SimpleQueue[np.ndarray | None]] = field(default_factory=queue.SimpleQueue)
     ready: Final[threading.Event] = field(default_factory=threading.Event)  # 1st piece, or error
     error: str | None = None
@@ -110,13 +108,39 @@ class Chunk:
     cached: bool = False  # its audio came from the phrase cache, not the voice
 
 
+class PlanPhase(enum.Enum):
+    """Where a job's planning is. The schedule moves it on, under its lock: a worker
+    takes a waiting job's plan (`Schedule.next_task`) and hands the result back
+    (`Schedule.plan_done`)."""
+
+    WAITING = "waiting"  # no worker has taken it yet
+    PLANNING = "planning"  # a worker runs the text front-end on it
+    DONE = "done"  # `Job.plan` holds the result
+
+
+@dataclass(frozen=True)
+class Planned:
+    """The job's chunks, in the order they play."""
+
+    chunks: tuple[ChunkRun, ...]
+
+
+@dataclass(frozen=True)
+class Unspeakable:
+    """Why the job cannot be spoken (its text, or the text front-end failing on it)."""
+
+    reason: str
+
+
+PlanResult = Planned | Unspeakable
+
+
 @dataclass(eq=False)
 class Job:
     """A request on its way. Each field is set at creation (`Final`) or has one writer:
-    `schedule.py`, under its lock (seq, planning, played_chunks, interrupted_by, cancel,
-    deliveries); the worker that plans it (chunks, plan_error, planned_at, planned); the
-    playback thread (started_at, utterance, first_written_at, audio_seconds); `Concluding`
-    (concluded)."""
+    `schedule.py`, under its lock (seq, phase, plan, planned_at, played_chunks,
+    interrupted_by, cancel, deliveries); the playback thread (started_at, utterance,
+    first_written_at, audio_seconds); `Concluding` (concluded)."""
 
     request: Final[SayRequest]
     # To acknowledge once its fate is known. Replaced, never mutated (schedule.py): a
@@ -125,9 +149,8 @@ class Job:
     voice: Final[SpeechVoice]
     options: Final[SpeechOptions]
     seq: int = 0
-    chunks: list[Chunk] | None = None
-    plan_error: str | None = None
-    planning: bool = False  # a worker is planning it
+    phase: PlanPhase = PlanPhase.WAITING
+    plan: PlanResult | None = None  # set with phase DONE, before `planned`
     planned: Final[threading.Event] = field(default_factory=threading.Event)
     played_chunks: int = 0
     started_at: float | None = None
@@ -141,12 +164,24 @@ class Job:
     concluded: bool = False  # its final event is out (set by `Concluding`)
 
     @property
+    def chunks(self) -> tuple[ChunkRun, ...] | None:
+        """Its chunks once planned; None before, or when it cannot be spoken."""
+        plan = self.plan
+        return plan.chunks if isinstance(plan, Planned) else None
+
+    @property
+    def plan_error(self) -> str | None:
+        """Why it cannot be spoken, once planned; None otherwise."""
+        plan = self.plan
+        return plan.reason if isinstance(plan, Unspeakable) else None
+
+    @property
     def synth_seconds(self) -> float:
-        return sum(c.synth_seconds for c in self.chunks or [])
+        return sum(c.synth_seconds for c in self.chunks or ())
 
     @property
     def cached_chunks(self) -> int:
-        return sum(c.cached for c in self.chunks or [])
+        return sum(c.cached for c in self.chunks or ())
 
     def sort_key(self) -> tuple[int, int]:
         return (-int(self.request.priority), self.seq)

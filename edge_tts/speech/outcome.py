@@ -31,10 +31,10 @@ def finished_fields(job: Job) -> dict[str, object]:
         "real_time_factor": round(rtf, 4) if rtf is not None else None,
         "chunks": len(job.chunks or []),
         "cached_chunks": job.cached_chunks,
-        "first_chunk_chars": len(job.chunks[0].text) if job.chunks else None,
+        "first_chunk_chars": len(job.chunks[0].plan.text) if job.chunks else None,
         "stages_ms": stages(job),
-        "voices": list(dict.fromkeys(chunk.voice.name for chunk in job.chunks or [])),
-        "builds": {c.voice.name: c.voice.build.as_dict() for c in job.chunks or []},
+        "voices": list(dict.fromkeys(chunk.plan.voice.name for chunk in job.chunks or [])),
+        "builds": {c.plan.voice.name: c.plan.voice.build.as_dict() for c in job.chunks or []},
     }
 
 

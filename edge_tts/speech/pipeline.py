@@ -18,10 +18,21 @@ from ..cache.serving import ChunkAudio, PhraseCache, cached_audio
 from ..config import QueueSettings, SynthesisSettings
 from ..core.telemetry import Telemetry
 from ..text import EmptyTextError
-from .jobs import Chunk, Concluding, Job, PlanTask, Played, Reporter, StepTask
+from .jobs import (
+    ChunkRun,
+    Concluding,
+    Job,
+    Planned,
+    PlanResult,
+    PlanTask,
+    Played,
+    Reporter,
+    StepTask,
+    Unspeakable,
+)
 from .playback import Playback, report_safely
 from .routing import Router
-from .schedule import ANSWERED, PLAYED, Schedule
+from .schedule import Queued, QueueFull, Schedule, Twin
 from .synthesis import render
 
 _LOGGER = logging.getLogger(__name__)
@@ -111,22 +122,21 @@ class Pipeline:
             # it (or has lost our session), so an older played message with the same key
             # is not this one, and must not make this one's redelivery a "duplicate".
             self.played.discard(request.key)
-        position = self.schedule.enqueue(job, self.played)
-        if position == PLAYED:
-            self.reporter.duplicate(job, PLAYED)
-        elif isinstance(position, str) and request.redelivered:
+        admission = self.schedule.enqueue(job, self.played)
+        if isinstance(admission, Queued):
+            self.reporter.queued(job, admission.position)
+        elif isinstance(admission, QueueFull):
+            self.reporter.rejected(job, f"queue full ({self.schedule.size} requests waiting)")
+        elif admission.twin is not Twin.PLAYED and request.redelivered:
             # The broker's copy of a request we hold (sent again after a reconnect): it is
             # acknowledged with it, and that one's final event answers both.
-            _LOGGER.info("Request %s came again from the broker; %s", request.id, position)
-            if position == ANSWERED:  # that event's acks went out already: this one's own
+            reason = admission.twin.value
+            _LOGGER.info("Request %s came again from the broker; %s", request.id, reason)
+            if admission.twin is Twin.ANSWERED:  # that event's acks went out: this one's own
                 for delivery in job.deliveries:
                     delivery.ack()
-        elif isinstance(position, str):
-            self.reporter.duplicate(job, position)
-        elif position is None:
-            self.reporter.rejected(job, f"queue full ({self.schedule.size} requests waiting)")
         else:
-            self.reporter.queued(job, position)
+            self.reporter.duplicate(job, admission.twin.value)
 
     def stop_playing(self, by: str) -> str | None:
         """Fade out what plays, as an interrupting request does; its sender gets
@@ -156,18 +166,20 @@ class Pipeline:
                 self.schedule.task_done()
 
     def _plan(self, job: Job) -> None:
+        result: PlanResult
         try:
             job.voice.speaker_id(job.options.speaker)
             request = job.request
-            job.chunks = self.router.plan(request.speech, job.voice, job.options, request.speed)
+            chunks = self.router.plan(request.speech, job.voice, job.options, request.speed)
+            result = Planned(tuple(ChunkRun(chunk) for chunk in chunks))
         except (EmptyTextError, ValueError) as err:
-            job.plan_error = str(err)
+            result = Unspeakable(str(err))
         except Exception as err:
-            job.plan_error = f"internal error in the text front-end: {err}"
+            self.schedule.plan_done(
+                job, Unspeakable(f"internal error in the text front-end: {err}")
+            )
             raise
-        finally:
-            job.planned_at = time.monotonic()
-            job.planned.set()
+        self.schedule.plan_done(job, result)
 
     def _synthesize(self, job: Job, index: int) -> None:
         assert job.chunks is not None
@@ -176,14 +188,14 @@ class Pipeline:
         audio = self._cached_audio(job, chunk, index == 0)
         try:
             pieces = render(
-                chunk.voice,
-                chunk.text,
-                chunk.options,
+                chunk.plan.voice,
+                chunk.plan.text,
+                chunk.plan.options,
                 index == 0,
                 self.output_rate,
                 audio,
-                silence=chunk.silence,
-                breaks=chunk.breaks,
+                silence=chunk.plan.silence,
+                breaks=chunk.plan.breaks,
             )
             for pcm in pieces:
                 if chunk.first_audio_at is None:
@@ -202,12 +214,10 @@ class Pipeline:
         chunk.pieces.put(None)
         chunk.ready.set()
 
-    def _cached_audio(self, job: Job, chunk: Chunk, first: bool) -> ChunkAudio | None:
+    def _cached_audio(self, job: Job, chunk: ChunkRun, first: bool) -> ChunkAudio | None:
         """The chunk's voice audio through the phrase cache (None: the voice's own)."""
         if not job.request.cache:
             return None
-        audio = cached_audio(
-            self.cache, chunk.voice, chunk.text, chunk.options, first, job.request.id
-        )
+        audio = cached_audio(self.cache, chunk.plan, first, job.request.id)
         chunk.cached = audio is not None and audio.cached
         return audio

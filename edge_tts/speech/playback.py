@@ -19,7 +19,7 @@ import numpy as np
 from ..audio.output import AudioOutput, AudioUnavailableError, Utterance
 from ..core.telemetry import Telemetry
 from ..voice.model import release_free_memory
-from .jobs import Chunk, Concluding, Job, Played
+from .jobs import ChunkRun, Concluding, Job, Played, Unspeakable
 from .schedule import Schedule
 
 _LOGGER = logging.getLogger(__name__)
@@ -84,8 +84,8 @@ class Playback:
             if job.interrupted_by and not self._stop.is_set():
                 self.reporter.interrupted(job, job.interrupted_by)
             return
-        if job.plan_error is not None:
-            self.reporter.rejected(job, job.plan_error)
+        if isinstance(job.plan, Unspeakable):
+            self.reporter.rejected(job, job.plan.reason)
             return
         job.utterance = Utterance(request_id=request.id, sample_rate=self.output_rate)
         try:
@@ -102,7 +102,7 @@ class Playback:
             self.schedule.chunk_played(job)
         self._conclude(job)
 
-    def _play_chunk(self, job: Job, chunk: Chunk) -> bool:
+    def _play_chunk(self, job: Job, chunk: ChunkRun) -> bool:
         """Write a chunk's pieces as they come; False when playback must stop."""
         assert job.utterance is not None
         if not self._wait(chunk.ready, job):
@@ -118,7 +118,7 @@ class Playback:
                 return False
             job.audio_seconds += len(pcm) / self.output_rate
 
-    def _next_piece(self, chunk: Chunk, job: Job) -> np.ndarray | None:
+    def _next_piece(self, chunk: ChunkRun, job: Job) -> np.ndarray | None:
         while not (self._stop.is_set() or job.cancel.is_set()):
             try:
                 return chunk.pieces.get(timeout=_POLL_S)

@@ -262,7 +262,7 @@ class Prerenderer:
     def _items(self, text: str) -> Iterator[_Item]:
         default = self._voices.default
         for chunk in self._router.plan(text, default, self._voices.options_for(default)):
-            ci = ChunkInput.of(chunk.voice, chunk.text, chunk.options)
+            ci = ChunkInput.of(chunk)
             yield _Item(ci, ci.key(best_build_sha256(chunk.voice)), ci.key())
 
     def _open_build(self, voice: SpeechVoice) -> SpeechVoice:

@@ -32,8 +32,9 @@ from ..text import EmptyTextError
 from ..text.document import Document
 from ..text.lexicon import Lexicon
 from ..voice.base import SpeechOptions, SpeechVoice, Tuning
+from ..voice.planned import PlannedChunk
 from ..voice.registry import Voices
-from .jobs import Chunk, StepTask
+from .jobs import StepTask
 from .routing import Router
 from .synthesis import render
 
@@ -90,7 +91,7 @@ class Response:
         self._lock = work.lock
         self._emit = emit
         self._texts: deque[str | Document] = deque()  # to plan (a text, or SSML parsed)
-        self._chunks: deque[Chunk] = deque()  # planned, to synthesize
+        self._chunks: deque[PlannedChunk] = deque()  # planned, to synthesize
         self._planned = False  # the first text was planned (its first chunk is short)
         self._spoken = False  # the first chunk was synthesized (it started the audio)
         self._busy = False
@@ -176,7 +177,7 @@ class Response:
             if done:
                 self._finish()
 
-    def _next_chunk(self) -> Chunk | None:
+    def _next_chunk(self) -> PlannedChunk | None:
         with self._lock:
             if self._chunks:
                 return self._chunks.popleft()
@@ -189,7 +190,7 @@ class Response:
             self._chunks.extend(chunks[1:])
         return chunks[0] if chunks else None
 
-    def _render(self, chunk: Chunk) -> None:
+    def _render(self, chunk: PlannedChunk) -> None:
         rate = self.choice.rate
         first, self._spoken = not self._spoken, True
         started = time.monotonic()
@@ -310,7 +311,7 @@ class Responses:
                     return response.take()
         return None
 
-    def plan(self, response: Response, text: str | Document, first: bool) -> list[Chunk]:
+    def plan(self, response: Response, text: str | Document, first: bool) -> list[PlannedChunk]:
         """`text`'s chunks, routed by writing system as an MQTT request's are. A stream's
         sentence with nothing to say (a lone "...") is skipped; the text of a plain
         request must have something (EmptyTextError)."""
@@ -323,9 +324,9 @@ class Responses:
                 raise
             return []
 
-    def cached_audio(self, chunk: Chunk, first: bool, whose: str) -> ChunkAudio | None:
+    def cached_audio(self, chunk: PlannedChunk, first: bool, whose: str) -> ChunkAudio | None:
         """The chunk's voice audio through the phrase cache, as an MQTT request's."""
-        return cached_audio(self._cache, chunk.voice, chunk.text, chunk.options, first, whose)
+        return cached_audio(self._cache, chunk, first, whose)
 
 
 def emit_to(queue: asyncio.Queue[Out], loop: asyncio.AbstractEventLoop) -> Emit:

@@ -31,8 +31,8 @@ from ..text.readings import Reading, has_readings, placeholder, restore, without
 from ..text.say_as import render as say_as_text
 from ..text.scripts import native_scripts, script_of
 from ..voice.base import SpeechOptions, SpeechVoice
+from ..voice.planned import PlannedChunk
 from ..voice.registry import Voices
-from .jobs import Chunk
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class Router:
         voice: SpeechVoice,
         options: SpeechOptions,
         speed: float | None = None,
-    ) -> list[Chunk]:
+    ) -> list[PlannedChunk]:
         """The chunks of `text` (a plain text or a document), each with the voice and
         options that speak it: `voice` with `options`, or another voice for another
         writing system or a language a span names, with its own configured speaker and
@@ -114,11 +114,11 @@ class Router:
             excerpt = text[:40] if isinstance(text, str) else _written(document)[:40]
             raise EmptyTextError(f"text has nothing speakable: {excerpt!r}")
         if trailing is not None:
-            chunks[-1] = _with_silence(chunks[-1], after=trailing)
+            chunks[-1] = chunks[-1].with_silence_after(trailing)
         self._check_silence(chunks)
         return chunks
 
-    def _check_silence(self, chunks: list[Chunk]) -> None:
+    def _check_silence(self, chunks: list[PlannedChunk]) -> None:
         """A request's breaks add up to at most text.max_silence_s: 104 breaks of 10 s
         fit in 2,000 characters, 17 minutes of a speaker saying nothing. Refused with
         the reason, not cut short: the sender's timing was wrong, not ours to guess."""
@@ -131,10 +131,10 @@ class Router:
 
     def _chunks(
         self, groups: list[_Group], voice: SpeechVoice, options: SpeechOptions, speed: float | None
-    ) -> list[Chunk]:
+    ) -> list[PlannedChunk]:
         """Each group's chunks; the silence of a break before a group goes after the chunk
         before it, or before the first chunk of all."""
-        chunks: list[Chunk] = []
+        chunks: list[PlannedChunk] = []
         pending: float | None = None  # silence of the breaks since the last chunk
         for group in groups:
             if group.silence_before is not None:
@@ -143,14 +143,14 @@ class Router:
             first_chars = self._synthesis.first_chunk_chars if not chunks else None
             for piece in self._chunk_texts(group, first_chars):
                 if chunks and pending is not None:
-                    chunks[-1] = _with_silence(chunks[-1], after=pending)
+                    chunks[-1] = chunks[-1].with_silence_after(pending)
                 before = pending if pending is not None and not chunks else 0.0
                 breaks = (pending is not None, False)
-                chunk = Chunk(piece, group.voice, group_options, (before, 0.0), breaks)
+                chunk = PlannedChunk(piece, group.voice, group_options, (before, 0.0), breaks)
                 chunks.append(chunk)
                 pending = None
         if chunks and pending is not None:  # breaks after the last group that said something
-            chunks[-1] = _with_silence(chunks[-1], after=pending)
+            chunks[-1] = chunks[-1].with_silence_after(pending)
         return chunks
 
     # --- which voice ---------------------------------------------------------------------
@@ -410,13 +410,6 @@ def _check_readings(texts: list[str], group: _Group) -> None:
                 group.voice.ids(text)
             except ValueError as err:
                 raise ValueError(f"{where}{err}") from None
-
-
-def _with_silence(chunk: Chunk, after: float) -> Chunk:
-    """The chunk with a break after it (its silence added to any there is)."""
-    before, already = chunk.silence
-    breaks = (chunk.breaks[0], True)
-    return Chunk(chunk.text, chunk.voice, chunk.options, (before, already + after), breaks)
 
 
 def _written(spans: Document | list[Span]) -> str:
