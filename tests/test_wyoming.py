@@ -717,7 +717,7 @@ def test_a_critical_local_request_waits_for_no_more_than_the_running_wyoming_chu
         rig.close()
     assert all(types(r)[-1] == "audio-stop" for r in results)  # Wyoming went on afterwards
     assert job.chunks is not None and job.first_written_at is not None
-    local_first_audio = job.chunks[0].first_audio_at
+    local_first_audio = job.chunks[0].stats.first_audio_at
     assert local_first_audio is not None
     wyoming_steps = rig.voice.intervals
     started_meanwhile = [t for t in taken if queued < t < local_first_audio]
@@ -727,7 +727,7 @@ def test_a_critical_local_request_waits_for_no_more_than_the_running_wyoming_chu
     assert len(running) <= 2
     # The wait: the Wyoming chunks already running (at most one per worker), then its own.
     waited_for_wyoming = max(running, default=queued) - queued
-    own = job.chunks[0].synth_seconds
+    own = job.chunks[0].stats.synth_seconds
     delay = job.first_written_at - queued
     assert delay <= waited_for_wyoming + own + 0.5, (delay, waited_for_wyoming, own)
     assert waited_for_wyoming <= 0.4 + 0.3  # one chunk's synthesis (with a busy machine's slack)

@@ -18,6 +18,7 @@ from ..messages.request import SayRequest
 from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.planned import PlannedChunk
 from ..voice.registry import Voices
+from .chunk_render import ChunkStats
 
 
 class Delivery(Protocol):
@@ -102,10 +103,7 @@ class ChunkRun:
     ready: Final[threading.Event] = field(default_factory=threading.Event)  # 1st piece, or error
     error: str | None = None
     taken: bool = False  # a worker has it
-    synth_seconds: float = 0.0
-    started_at: float | None = None  # monotonic: its synthesis began
-    first_audio_at: float | None = None  # its first piece of audio was ready
-    cached: bool = False  # its audio came from the phrase cache, not the voice
+    stats: Final[ChunkStats] = field(default_factory=ChunkStats)  # its rendering's timings
 
 
 class PlanPhase(enum.Enum):
@@ -177,11 +175,11 @@ class Job:
 
     @property
     def synth_seconds(self) -> float:
-        return sum(c.synth_seconds for c in self.chunks or ())
+        return sum(c.stats.synth_seconds for c in self.chunks or ())
 
     @property
     def cached_chunks(self) -> int:
-        return sum(c.cached for c in self.chunks or ())
+        return sum(c.stats.cached for c in self.chunks or ())
 
     def sort_key(self) -> tuple[int, int]:
         return (-int(self.request.priority), self.seq)

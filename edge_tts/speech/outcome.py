@@ -43,7 +43,7 @@ def stages(job: Job) -> dict[str, float | None]:
     planned (text front-end done), the first chunk's synthesis started, its first audio
     ready, that audio written to the output (time_to_first_audio_ms: its first sample
     handed to the device)."""
-    first = job.chunks[0] if job.chunks else None
+    first = job.chunks[0].stats if job.chunks else None
     received = job.request.received_at
     return {
         "planned": ms(job.planned_at, received),

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
+
+import numpy as np
 
 from ..audio.output import AudioOutput
-from ..cache.serving import ChunkAudio, PhraseCache, cached_audio
+from ..cache.serving import PhraseCache
 from ..config import QueueSettings, SynthesisSettings
 from ..core.telemetry import Telemetry
 from ..text import EmptyTextError
+from .chunk_render import ChunkRenderer
 from .jobs import (
     ChunkRun,
     Concluding,
@@ -33,7 +35,6 @@ from .jobs import (
 from .playback import Playback, report_safely
 from .routing import Router
 from .schedule import Queued, QueueFull, Schedule, Twin
-from .synthesis import render
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -60,6 +61,7 @@ class Pipeline:
         self.telemetry = telemetry
         self.played = played
         self.cache = cache
+        self.renderer = ChunkRenderer(cache)
         self._stop = threading.Event()
         self.schedule = Schedule(queue_settings.size, output, self._stop)
         self.playback = Playback(
@@ -184,40 +186,24 @@ class Pipeline:
     def _synthesize(self, job: Job, index: int) -> None:
         assert job.chunks is not None
         chunk = job.chunks[index]
-        started = chunk.started_at = time.monotonic()
-        audio = self._cached_audio(job, chunk, index == 0)
+
+        def deliver(pcm: np.ndarray) -> bool:
+            chunk.pieces.put(pcm)
+            chunk.ready.set()
+            return not job.cancel.is_set()  # interrupted or shutting down: no one plays the rest
+
         try:
-            pieces = render(
-                chunk.plan.voice,
-                chunk.plan.text,
-                chunk.plan.options,
+            self.renderer.render(
+                chunk.plan,
                 index == 0,
                 self.output_rate,
-                audio,
-                silence=chunk.plan.silence,
-                breaks=chunk.plan.breaks,
+                deliver,
+                stats=chunk.stats,
+                whose=job.request.id,
+                use_cache=job.request.cache,
             )
-            for pcm in pieces:
-                if chunk.first_audio_at is None:
-                    chunk.first_audio_at = time.monotonic()
-                chunk.pieces.put(pcm)
-                chunk.ready.set()
-                if job.cancel.is_set():
-                    break  # interrupted or shutting down: the rest would not be played
         except Exception as err:  # a broken voice must not kill the worker
             _LOGGER.exception("Synthesis of %s chunk %d failed", job.request.id, index)
             chunk.error = f"synthesis failed: {err}"
-        finally:
-            if audio is not None:
-                audio.close()  # a synthesis cut short: whoever waits for its chunk goes on
-        chunk.synth_seconds = time.monotonic() - started
         chunk.pieces.put(None)
         chunk.ready.set()
-
-    def _cached_audio(self, job: Job, chunk: ChunkRun, first: bool) -> ChunkAudio | None:
-        """The chunk's voice audio through the phrase cache (None: the voice's own)."""
-        if not job.request.cache:
-            return None
-        audio = cached_audio(self.cache, chunk.plan, first, job.request.id)
-        chunk.cached = audio is not None and audio.cached
-        return audio

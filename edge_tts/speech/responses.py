@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cache.serving import ChunkAudio, PhraseCache, cached_audio
+from ..cache.serving import PhraseCache
 from ..config import SynthesisSettings, TextSettings
 from ..text import EmptyTextError
 from ..text.document import Document
@@ -34,9 +34,9 @@ from ..text.lexicon import Lexicon
 from ..voice.base import SpeechOptions, SpeechVoice, Tuning
 from ..voice.planned import PlannedChunk
 from ..voice.registry import Voices
+from .chunk_render import ChunkRenderer, ChunkStats
 from .jobs import StepTask
 from .routing import Router
-from .synthesis import render
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -99,7 +99,12 @@ class Response:
         self._over = False  # finished, failed or cancelled: nothing more is emitted
         self._backlog_s = 0.0
         self.first_text_at: float | None = None  # monotonic: the first text came
-        self.synth_seconds = 0.0  # spent making its audio (its workers' time)
+        self.stats = ChunkStats()  # its chunks' rendering, summed (one worker at a time)
+
+    @property
+    def synth_seconds(self) -> float:
+        """Spent making its audio (its workers' time)."""
+        return self.stats.synth_seconds
 
     # --- from the connection (event loop thread) -----------------------------------
 
@@ -193,29 +198,16 @@ class Response:
     def _render(self, chunk: PlannedChunk) -> None:
         rate = self.choice.rate
         first, self._spoken = not self._spoken, True
-        started = time.monotonic()
-        audio = self._work.cached_audio(chunk, first, self.name)
-        try:
-            pieces = render(
-                chunk.voice,
-                chunk.text,
-                chunk.options,
-                first,
-                rate,
-                audio,
-                silence=chunk.silence,
-                breaks=chunk.breaks,
-            )
-            for pcm in pieces:
-                with self._lock:
-                    if self._over:
-                        return
-                    self._backlog_s += len(pcm) / rate
-                self._emit(pcm)
-        finally:
-            if audio is not None:
-                audio.close()  # a synthesis cut short: whoever waits for its chunk goes on
-            self.synth_seconds += time.monotonic() - started
+
+        def deliver(pcm: np.ndarray) -> bool:
+            with self._lock:
+                if self._over:
+                    return False
+                self._backlog_s += len(pcm) / rate
+            self._emit(pcm)
+            return True
+
+        self._work.renderer.render(chunk, first, rate, deliver, stats=self.stats, whose=self.name)
 
     def _fail(self, text: str, code: str) -> None:
         with self._lock:
@@ -257,7 +249,9 @@ class Responses:
         self.lock = threading.Lock()
         self.wake = wake  # the schedule's: an idle worker looks for work again
         self._voices = voices
-        self._cache = cache  # the pipeline's: None with cache.enabled off
+        # The chunks render as a local request's do, through the pipeline's phrase cache
+        # (None with cache.enabled off).
+        self.renderer = ChunkRenderer(cache)
         self._responses: deque[Response] = deque()
         self._names = itertools.count(1)
         self._first_router = Router(synthesis, voices, lexicon, text)
@@ -323,10 +317,6 @@ class Responses:
             if not response.streaming:
                 raise
             return []
-
-    def cached_audio(self, chunk: PlannedChunk, first: bool, whose: str) -> ChunkAudio | None:
-        """The chunk's voice audio through the phrase cache, as an MQTT request's."""
-        return cached_audio(self._cache, chunk, first, whose)
 
 
 def emit_to(queue: asyncio.Queue[Out], loop: asyncio.AbstractEventLoop) -> Emit:
