@@ -35,9 +35,10 @@ from edge_tts.config import AudioSettings, Settings, SynthesisSettings, WyomingS
 from edge_tts.core.telemetry import Telemetry
 from edge_tts.daemon.app import FIGURES
 from edge_tts.messages.request import Priority, SayRequest
+from edge_tts.speech.audio_stream import Failed, Finished
 from edge_tts.speech.jobs import Job, StepTask
 from edge_tts.speech.pipeline import Pipeline
-from edge_tts.speech.responses import Failed, Finished, Responses
+from edge_tts.speech.responses import Responses, TextInput
 from edge_tts.speech.schedule import TaskClass
 from edge_tts.text import split_sentences
 from edge_tts.voice.base import SpeechOptions
@@ -219,7 +220,7 @@ def test_a_response_that_is_over_leaves_the_open_responses(rig: Rig) -> None:
             if isinstance(item, Finished | Failed):
                 over.set()
 
-        response = rig.responses.open(emit, door="http", streaming=False)
+        response = rig.responses.open(emit, door="http", text_input=TextInput.WHOLE)
         response.add_text(text)
         response.close_input()
         assert over.wait(DEFAULT_TIMEOUT_S), got

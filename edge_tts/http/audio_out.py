@@ -20,7 +20,8 @@ import numpy as np
 from aiohttp import web
 
 from ..audio.dsp import Resampler, to_pcm16
-from ..speech.responses import Failed, Finished, Out, Response, emit_to
+from ..speech.audio_stream import Failed, Finished, Out, emit_to
+from ..speech.responses import Response, TextInput
 from ..text.document import Document
 from ..voice.base import Tuning
 from .errors import ApiError, log_error
@@ -63,7 +64,7 @@ class Answer:
             response = door.responses.open(
                 emit_to(queue, asyncio.get_running_loop()),
                 door="http",
-                streaming=False,
+                text_input=TextInput.WHOLE,
                 voice=voice,
                 language=language,
                 speaker=speaker,

@@ -13,9 +13,8 @@ memory stays bounded whatever the client does.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
+import enum
 import itertools
 import logging
 import threading
@@ -34,6 +33,7 @@ from ..text.lexicon import Lexicon
 from ..voice.base import SpeechOptions, SpeechVoice, Tuning
 from ..voice.planned import PlannedChunk
 from ..voice.registry import Voices
+from .audio_stream import Emit, Failed, Finished
 from .chunk_render import ChunkRenderer, ChunkStats
 from .jobs import StepTask
 from .routing import Router
@@ -41,23 +41,6 @@ from .routing import Router
 _LOGGER = logging.getLogger(__name__)
 
 MAX_BACKLOG_S = 20.0  # audio made but not yet written to the client (~0.9 MB at 22 kHz)
-
-
-@dataclass(frozen=True)
-class Failed:
-    """The response cannot go on: `text` and `code` for the client's `error` event."""
-
-    text: str
-    code: str
-
-
-@dataclass(frozen=True)
-class Finished:
-    """Every piece of the response has been emitted."""
-
-
-Out = np.ndarray | Failed | Finished  # what a response hands its connection, in order
-Emit = Callable[[Out], None]
 
 
 @dataclass(frozen=True)
@@ -75,31 +58,56 @@ class VoiceChoice:
         return self.voice.sample_rate
 
 
+class TextInput(enum.Enum):
+    """How a response's text comes."""
+
+    WHOLE = "whole"  # one text, then the end (Wyoming's synthesize, HTTP)
+    STREAM = "stream"  # sentence by sentence as the client sends them (synthesize-chunk)
+
+
+class _Phase(enum.Enum):
+    OPEN = "open"  # more text may come
+    CLOSED = "closed"  # no more text comes: Finished follows the last piece
+    OVER = "over"  # finished, failed or cancelled: nothing more is emitted
+
+
+class _Start(enum.Enum):
+    """How far its start is: the first text is planned with a short first chunk, and
+    the first chunk rendered opens the audio (its leading silence trimmed)."""
+
+    FRESH = "fresh"  # no text planned yet
+    PLANNED = "planned"  # the first text planned; no chunk rendered yet
+    SPEAKING = "speaking"  # a chunk rendered: the rest goes on from it
+
+
 class Response:
     """One response's text, chunks and state. Its state changes under the work's lock;
     the synthesis runs outside it, in one worker at a time (`busy`)."""
 
     def __init__(
-        self, work: Responses, choice: VoiceChoice, emit: Emit, streaming: bool, door: str
+        self, work: Responses, choice: VoiceChoice, emit: Emit, text_input: TextInput, door: str
     ) -> None:
         self.name = choice.name
         self.door = door
         self.choice = choice
-        self.streaming = streaming  # text comes sentence by sentence (synthesize-chunk)
+        self.text_input = text_input
         self.opened_at = time.monotonic()
         self._work = work
         self._lock = work.lock
         self._emit = emit
         self._texts: deque[str | Document] = deque()  # to plan (a text, or SSML parsed)
         self._chunks: deque[PlannedChunk] = deque()  # planned, to synthesize
-        self._planned = False  # the first text was planned (its first chunk is short)
-        self._spoken = False  # the first chunk was synthesized (it started the audio)
-        self._busy = False
-        self._input_closed = False
-        self._over = False  # finished, failed or cancelled: nothing more is emitted
+        self._start = _Start.FRESH
+        self._phase = _Phase.OPEN
+        self._busy = False  # a worker runs its step
         self._backlog_s = 0.0
         self.first_text_at: float | None = None  # monotonic: the first text came
         self.stats = ChunkStats()  # its chunks' rendering, summed (one worker at a time)
+
+    @property
+    def streaming(self) -> bool:
+        """Its text comes sentence by sentence."""
+        return self.text_input is TextInput.STREAM
 
     @property
     def synth_seconds(self) -> float:
@@ -110,7 +118,7 @@ class Response:
 
     def add_text(self, text: str | Document) -> None:
         with self._lock:
-            if self._over:
+            if self._phase is _Phase.OVER:
                 return
             self._texts.append(text)
             if self.first_text_at is None:
@@ -120,7 +128,8 @@ class Response:
     def close_input(self) -> None:
         """No more text comes; Finished follows the last piece."""
         with self._lock:
-            self._input_closed = True
+            if self._phase is _Phase.OPEN:
+                self._phase = _Phase.CLOSED
             done = self._done_locked()
         if done:
             self._finish()
@@ -140,7 +149,7 @@ class Response:
         """The client is gone or the server stops: drop what is left; a running step stops
         after its current piece."""
         with self._lock:
-            self._over = True
+            self._phase = _Phase.OVER
             self._texts.clear()
             self._chunks.clear()
         self._work.remove(self)
@@ -150,13 +159,14 @@ class Response:
         """A stream with nothing to do until its client sends more."""
         with self._lock:
             idle = not (self._texts or self._chunks or self._busy)
-            return idle and not self._input_closed and not self._over
+            return idle and self._phase is _Phase.OPEN
 
     # --- for the schedule (under the work's lock) -------------------------------------
 
     def ready(self) -> bool:
         has_work = bool(self._texts or self._chunks)
-        return has_work and not (self._busy or self._over) and self._backlog_s < MAX_BACKLOG_S
+        over = self._phase is _Phase.OVER
+        return has_work and not (self._busy or over) and self._backlog_s < MAX_BACKLOG_S
 
     def take(self) -> StepTask:
         self._busy = True
@@ -186,10 +196,11 @@ class Response:
         with self._lock:
             if self._chunks:
                 return self._chunks.popleft()
-            if not self._texts or self._over:
+            if not self._texts or self._phase is _Phase.OVER:
                 return None
-            text, first = self._texts.popleft(), not self._planned
-            self._planned = True
+            text, first = self._texts.popleft(), self._start is _Start.FRESH
+            if first:
+                self._start = _Start.PLANNED
         chunks = self._work.plan(self, text, first)
         with self._lock:
             self._chunks.extend(chunks[1:])
@@ -197,11 +208,11 @@ class Response:
 
     def _render(self, chunk: PlannedChunk) -> None:
         rate = self.choice.rate
-        first, self._spoken = not self._spoken, True
+        first, self._start = self._start is not _Start.SPEAKING, _Start.SPEAKING
 
         def deliver(pcm: np.ndarray) -> bool:
             with self._lock:
-                if self._over:
+                if self._phase is _Phase.OVER:
                     return False
                 self._backlog_s += len(pcm) / rate
             self._emit(pcm)
@@ -211,9 +222,9 @@ class Response:
 
     def _fail(self, text: str, code: str) -> None:
         with self._lock:
-            if self._over:
+            if self._phase is _Phase.OVER:
                 return
-            self._over = True
+            self._phase = _Phase.OVER
             self._texts.clear()
             self._chunks.clear()
         self._work.remove(self)
@@ -227,9 +238,9 @@ class Response:
 
     def _done_locked(self) -> bool:
         """True once, when the last piece is out and no more text comes."""
-        if self._over or self._busy or self._texts or self._chunks or not self._input_closed:
+        if self._phase is not _Phase.CLOSED or self._busy or self._texts or self._chunks:
             return False
-        self._over = True
+        self._phase = _Phase.OVER
         return True
 
 
@@ -264,7 +275,7 @@ class Responses:
         emit: Emit,
         *,
         door: str,
-        streaming: bool,
+        text_input: TextInput,
         voice: str | None = None,
         language: str | None = None,
         speaker: str | None = None,
@@ -280,7 +291,8 @@ class Responses:
         chosen = self._voices.choose(voice, language)
         options = self._voices.options_for(chosen, speaker=speaker, speed=speed, tuning=tuning)
         chosen.speaker_id(options.speaker)
-        response = Response(self, VoiceChoice(name, chosen, options), emit, streaming, door)
+        choice = VoiceChoice(name, chosen, options)
+        response = Response(self, choice, emit, text_input, door)
         with self.lock:
             self._responses.append(response)
         return response
@@ -317,14 +329,3 @@ class Responses:
             if not response.streaming:
                 raise
             return []
-
-
-def emit_to(queue: asyncio.Queue[Out], loop: asyncio.AbstractEventLoop) -> Emit:
-    """An `Emit` that hands each piece from a synthesis worker to an asyncio door's
-    `queue` (unbounded: the response's backlog limit bounds it)."""
-
-    def emit(item: Out) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is closed: the door stopped
-            loop.call_soon_threadsafe(queue.put_nowait, item)
-
-    return emit

@@ -23,7 +23,8 @@ from wyoming.error import Error
 from wyoming.event import Event, async_write_event
 from wyoming.tts import SynthesizeStopped, SynthesizeVoice
 
-from ..speech.responses import Failed, Out, Response, emit_to
+from ..speech.audio_stream import Failed, Out, emit_to
+from ..speech.responses import Response, TextInput
 from .protocol import ClientError
 
 if TYPE_CHECKING:  # only the type: connection.py builds on this module
@@ -54,7 +55,7 @@ class Sender:
             return False
         return not response.waiting_for_text
 
-    async def open(self, voice: SynthesizeVoice | None, streaming: bool) -> Response:
+    async def open(self, voice: SynthesizeVoice | None, text_input: TextInput) -> Response:
         """A new response (after the one before it is out: one at a time per client)."""
         await self.drain()
         await self.end()
@@ -63,7 +64,7 @@ class Sender:
             response = self.ctx.responses.open(
                 emit_to(queue, asyncio.get_running_loop()),
                 door="wyoming",
-                streaming=streaming,
+                text_input=text_input,
                 voice=voice.name if voice else None,
                 language=voice.language if voice else None,
                 speaker=voice.speaker if voice else None,
