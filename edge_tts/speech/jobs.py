@@ -19,6 +19,7 @@ from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.planned import PlannedChunk
 from ..voice.registry import Voices
 from .chunk_render import ChunkStats
+from .timing import Timing
 
 
 class Delivery(Protocol):
@@ -138,7 +139,7 @@ class Job:
     """A request on its way. Each field is set at creation (`Final`) or has one writer:
     `schedule.py`, under its lock (seq, phase, plan, planned_at, played_chunks,
     interrupted_by, cancel, deliveries); the playback thread (started_at, utterance,
-    first_written_at, audio_seconds); `Concluding` (concluded)."""
+    first_written_at, timing); `Concluding` (concluded)."""
 
     request: Final[SayRequest]
     # To acknowledge once its fate is known. Replaced, never mutated (schedule.py): a
@@ -158,8 +159,12 @@ class Job:
     interrupted_by: str | None = None
     # Set when it must stop playing: interrupted by another request, or shutdown.
     cancel: Final[threading.Event] = field(default_factory=threading.Event)
-    audio_seconds: float = 0.0
+    # Received (the request's arrival), first audio, finished: time to first audio and RTF.
+    timing: Final[Timing] = field(default_factory=Timing)
     concluded: bool = False  # its final event is out (set by `Concluding`)
+
+    def __post_init__(self) -> None:
+        self.timing.received(self.request.received_at)
 
     @property
     def chunks(self) -> tuple[ChunkRun, ...] | None:
@@ -172,6 +177,11 @@ class Job:
         """Why it cannot be spoken, once planned; None otherwise."""
         plan = self.plan
         return plan.reason if isinstance(plan, Unspeakable) else None
+
+    @property
+    def audio_seconds(self) -> float:
+        """The audio played so far."""
+        return self.timing.audio_seconds
 
     @property
     def synth_seconds(self) -> float:

@@ -13,12 +13,13 @@ def started_fields(job: Job) -> dict[str, object]:
 
 
 def time_to_first_audio_ms(job: Job) -> float | None:
-    utt = job.utterance
-    return ms(utt.first_sample_at if utt else None, job.request.received_at)
+    """From the job's stamps (speech/timing.py), as every door's figure."""
+    ttfa = job.timing.time_to_first_audio_s
+    return None if ttfa is None else round(ttfa * 1000, 1)
 
 
 def real_time_factor(job: Job) -> float | None:
-    return job.synth_seconds / job.audio_seconds if job.audio_seconds else None
+    return job.timing.real_time_factor
 
 
 def finished_fields(job: Job) -> dict[str, object]:
@@ -27,7 +28,7 @@ def finished_fields(job: Job) -> dict[str, object]:
         "time_to_first_audio_ms": time_to_first_audio_ms(job),
         "queue_wait_ms": ms(job.started_at, job.request.received_at),
         "audio_ms": round(job.audio_seconds * 1000),
-        "synthesis_ms": round(job.synth_seconds * 1000),
+        "synthesis_ms": round(job.timing.synth_seconds * 1000),
         "real_time_factor": round(rtf, 4) if rtf is not None else None,
         "chunks": len(job.chunks or []),
         "cached_chunks": job.cached_chunks,

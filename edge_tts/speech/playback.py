@@ -111,12 +111,12 @@ class Playback:
             pcm = self._next_piece(chunk, job)
             if pcm is None:
                 return chunk.error is None and not job.cancel.is_set() and not self._stop.is_set()
-            if job.audio_seconds == 0.0:
+            if job.timing.audio_seconds == 0.0:
                 self.reporter.started(job)
                 job.first_written_at = time.monotonic()
             if not self.output.write(job.utterance, pcm, job.cancel):
                 return False
-            job.audio_seconds += len(pcm) / self.output_rate
+            job.timing.audio_seconds += len(pcm) / self.output_rate
 
     def _next_piece(self, chunk: ChunkRun, job: Job) -> np.ndarray | None:
         while not (self._stop.is_set() or job.cancel.is_set()):
@@ -131,6 +131,7 @@ class Playback:
         done = job.played_chunks == len(job.chunks)
         if done:
             done = self.output.end(job.utterance, job.cancel, timeout=END_TIMEOUT_S)
+        _stamp(job)
         if self._stop.is_set() and not job.interrupted_by:
             # Shutdown: not acknowledged, so it plays again after restart; the pipeline's
             # stop() says so (`deferred`).
@@ -150,6 +151,16 @@ class Playback:
             if self._stop.is_set() or job.cancel.is_set():
                 return False
         return True
+
+
+def _stamp(job: Job) -> None:
+    """The job's figures as its events give them: its first audio is the instant the
+    output handed its first sample to the sound card (stamped by the output)."""
+    assert job.utterance is not None
+    if job.utterance.first_sample_at is not None:
+        job.timing.first_audio(job.utterance.first_sample_at)
+    job.timing.synth_seconds = job.synth_seconds  # every chunk's synthesis is over
+    job.timing.finished()
 
 
 def report_safely(method: Callable[..., None], job: Job, *args: object) -> None:
