@@ -18,7 +18,6 @@ import enum
 import itertools
 import logging
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from .audio_stream import Emit, Failed, Finished
 from .chunk_render import ChunkRenderer, ChunkStats
 from .jobs import StepTask
 from .routing import Router
+from .timing import Timing
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class Response:
         self.door = door
         self.choice = choice
         self.text_input = text_input
-        self.opened_at = time.monotonic()
+        self.rate = choice.rate
         self._work = work
         self._lock = work.lock
         self._emit = emit
@@ -101,13 +101,10 @@ class Response:
         self._phase = _Phase.OPEN
         self._busy = False  # a worker runs its step
         self._backlog_s = 0.0
-        self.first_text_at: float | None = None  # monotonic: the first text came
         self.stats = ChunkStats()  # its chunks' rendering, summed (one worker at a time)
-
-    @property
-    def streaming(self) -> bool:
-        """Its text comes sentence by sentence."""
-        return self.text_input is TextInput.STREAM
+        # Received when its first text comes; first audio and finished as its door takes
+        # them (audio_stream.py): time to first audio and RTF as every door's.
+        self.timing = Timing()
 
     @property
     def synth_seconds(self) -> float:
@@ -121,8 +118,7 @@ class Response:
             if self._phase is _Phase.OVER:
                 return
             self._texts.append(text)
-            if self.first_text_at is None:
-                self.first_text_at = time.monotonic()
+            self.timing.received()
         self._work.wake()
 
     def close_input(self) -> None:
@@ -207,7 +203,7 @@ class Response:
         return chunks[0] if chunks else None
 
     def _render(self, chunk: PlannedChunk) -> None:
-        rate = self.choice.rate
+        rate = self.rate
         first, self._start = self._start is not _Start.SPEAKING, _Start.SPEAKING
 
         def deliver(pcm: np.ndarray) -> bool:
@@ -326,6 +322,6 @@ class Responses:
         try:
             return router.plan(text, choice.voice, choice.options)
         except EmptyTextError:
-            if not response.streaming:
+            if response.text_input is not TextInput.STREAM:
                 raise
             return []
