@@ -225,7 +225,7 @@ class Schedule:
 
     def _pick_task(self) -> Task | None:
         playing = self._playing
-        if playing is not None and self._awaited_in_flight(playing):
+        if playing is not None and _awaited_in_flight(playing):
             return None
         for task_class in TaskClass:
             task = self._take(task_class)
@@ -238,38 +238,13 @@ class Schedule:
             playing = self._playing
             if playing is None or playing.interrupted_by:
                 return None
-            return self._job_task(playing, playing.played_chunks + LOOKAHEAD_CHUNKS)
+            return _job_task(playing, playing.played_chunks + LOOKAHEAD_CHUNKS)
         if task_class is TaskClass.NEXT:
-            return self._job_task(self._queue[0], NEXT_JOB_CHUNKS) if self._queue else None
+            return _job_task(self._queue[0], NEXT_JOB_CHUNKS) if self._queue else None
         if task_class >= TaskClass.PRERENDER and not self._idle():
             return None
         producer = self._producers.get(task_class)
         return producer.take() if producer is not None else None
-
-    @staticmethod
-    def _job_task(job: Job, limit: int) -> Task | None:
-        """Plan the job, or synthesize the first of its first `limit` chunks not taken."""
-        if job.phase is PlanPhase.WAITING:
-            job.phase = PlanPhase.PLANNING
-            return PlanTask(job)
-        for index, chunk in enumerate((job.chunks or ())[:limit]):
-            if not chunk.taken:
-                chunk.taken = True
-                return ChunkTask(job, index)
-        return None
-
-    @staticmethod
-    def _awaited_in_flight(job: Job) -> bool:
-        if job.cancel.is_set():
-            return False
-        if job.phase is not PlanPhase.DONE:
-            return job.phase is PlanPhase.PLANNING
-        if job.chunks is None:
-            return False
-        if job.played_chunks >= len(job.chunks):
-            return False
-        chunk = job.chunks[job.played_chunks]
-        return chunk.taken and not chunk.ready.is_set()
 
     # --- playback ------------------------------------------------------------------------
 
@@ -308,3 +283,32 @@ class Schedule:
 
     def _idle(self) -> bool:
         return not self._queue and self._playing is None and self._in_flight == 0
+
+
+# --- a job's next task (under the schedule's lock) ------------------------------------
+
+
+def _job_task(job: Job, limit: int) -> Task | None:
+    """Plan the job, or synthesize the first of its first `limit` chunks not taken."""
+    if job.phase is PlanPhase.WAITING:
+        job.phase = PlanPhase.PLANNING
+        return PlanTask(job)
+    for index, chunk in enumerate((job.chunks or ())[:limit]):
+        if not chunk.taken:
+            chunk.taken = True
+            return ChunkTask(job, index)
+    return None
+
+
+def _awaited_in_flight(job: Job) -> bool:
+    """Whether what the job plays next (its plan, its next chunk) is being made now."""
+    if job.cancel.is_set():
+        return False
+    if job.phase is not PlanPhase.DONE:
+        return job.phase is PlanPhase.PLANNING
+    if job.chunks is None:
+        return False
+    if job.played_chunks >= len(job.chunks):
+        return False
+    chunk = job.chunks[job.played_chunks]
+    return chunk.taken and not chunk.ready.is_set()
