@@ -159,7 +159,9 @@ def _stamp(job: Job) -> None:
     assert job.utterance is not None
     if job.utterance.first_sample_at is not None:
         job.timing.first_audio(job.utterance.first_sample_at)
-    job.timing.synth_seconds = job.synth_seconds  # every chunk's synthesis is over
+    # Final when it finished (every chunk was played, so its synthesis is over), which is
+    # when its events give the real-time factor.
+    job.timing.synth_seconds = job.synth_seconds
     job.timing.finished()
 
 
