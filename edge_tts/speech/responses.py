@@ -2,13 +2,13 @@
 as work for the pipeline's synthesis workers, ranked below local playback.
 
 A `Response` is one answer to a client: the text it was given (at once, or sentence by
-sentence as a stream arrives), planned by the same router, text front-end and phrase
-cache as a local request, and synthesized one text chunk per step. `Responses` is the
+sentence as a stream arrives), planned by the same router and rendered by the same code
+as a local request (chunk_render.py), one text chunk per step. `Responses` is the
 schedule's producer of the `REMOTE` task class (schedule.py): it hands a worker the next
 step of the responses that can take one, in turn, whichever door opened them. Each piece
-of audio goes to the door (`emit`) as soon as the decoder makes it. A response whose
-client has not taken its audio yet (MAX_BACKLOG_S) gets no further steps until it has:
-memory stays bounded whatever the client does.
+of audio goes to the door (`emit`, audio_stream.py) as soon as the decoder makes it. A
+response whose client has not taken its audio yet (MAX_BACKLOG_S) gets no further steps
+until it has: memory stays bounded whatever the client does.
 """
 
 from __future__ import annotations
