@@ -88,9 +88,7 @@ class Answer:
             status = 400 if err.code == "bad-text" else 500
             raise ApiError(status, err.code.replace("-", "_"), err.text, param="input") from None
         timing = self.stream.timing
-        ttfa = timing.time_to_first_audio_s
-        ttfa_ms = None if ttfa is None else ttfa * 1000
-        self.door.telemetry.answered("http", ttfa_ms, timing.real_time_factor)
+        self.door.telemetry.answered("http", timing.time_to_first_audio_ms, timing.real_time_factor)
 
     def taken(self, pcm: np.ndarray) -> None:
         """The client (or the pool) has this piece: the engine may make more."""
@@ -205,8 +203,8 @@ class Dropped(ConnectionError):
 
 
 def _log_done(request: web.Request, answer: Answer) -> None:
-    ttfa = answer.stream.timing.time_to_first_audio_s
-    first = "no audio" if ttfa is None else f"first audio after {ttfa * 1000:.0f} ms"
+    ttfa = answer.stream.timing.time_to_first_audio_ms
+    first = "no audio" if ttfa is None else f"first audio after {ttfa:.0f} ms"
     _LOGGER.info(
         "HTTP %s: %s %s: %s, %.1f s of audio in %.1f s",
         *(request.remote, request.path, answer.response.name, first, answer.audio_s),

@@ -14,8 +14,8 @@ def started_fields(job: Job) -> dict[str, object]:
 
 def time_to_first_audio_ms(job: Job) -> float | None:
     """From the job's stamps (speech/timing.py), as every door's figure."""
-    ttfa = job.timing.time_to_first_audio_s
-    return None if ttfa is None else round(ttfa * 1000, 1)
+    ttfa = job.timing.time_to_first_audio_ms
+    return None if ttfa is None else round(ttfa, 1)
 
 
 def real_time_factor(job: Job) -> float | None:

@@ -44,6 +44,11 @@ class Timing:
         return self.first_audio_at - self.received_at
 
     @property
+    def time_to_first_audio_ms(self) -> float | None:
+        ttfa = self.time_to_first_audio_s
+        return None if ttfa is None else ttfa * 1000
+
+    @property
     def real_time_factor(self) -> float | None:
         """The time making the audio per second of it; None without audio."""
         return self.synth_seconds / self.audio_seconds if self.audio_seconds else None

@@ -162,8 +162,7 @@ class Sender:
 
     async def _finish(self, response: Response) -> None:
         timing = response.timing
-        ttfa = timing.time_to_first_audio_s
-        ttfa_ms = None if ttfa is None else ttfa * 1000
+        ttfa_ms = timing.time_to_first_audio_ms
         # Before the end goes out: a client that has the end finds the answer counted.
         self.ctx.telemetry.answered("wyoming", ttfa_ms, timing.real_time_factor)
         if timing.first_audio_at is not None:
