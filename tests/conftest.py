@@ -166,6 +166,7 @@ FIXTURE_TIERS = {
     "test_http_hardening.py:server": "daemon",  # the same, with tight limits
     "test_http_chromium.py:setup": "system",  # the daemon, for headless Chromium (system)
     "test_ssml_doors.py:daemon": "daemon",
+    "test_ssml_doors.py:chimed": "daemon",  # with a sounds directory, HTTP and Wyoming
     "test_systemd_unit.py:rig": "daemon",  # the unit's sandbox around the daemon
     "test_arm64.py:arm64_root": "system",  # debootstrap, qemu
     "test_deploy.py:converged": "system",  # Ansible into a debootstrapped root

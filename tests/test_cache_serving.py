@@ -19,6 +19,7 @@ import pytest
 
 from edge_tts.cache import serving
 from edge_tts.cache.key import ChunkInput, ChunkKey
+from edge_tts.cache.planned import PlannedChunk
 from edge_tts.cache.store import CacheStore
 from edge_tts.config import (
     ConfigError,
@@ -30,8 +31,8 @@ from edge_tts.config import (
 )
 from edge_tts.core.telemetry import Telemetry
 from edge_tts.daemon.app import FIGURES
-from edge_tts.messages.parse import parse_say
-from edge_tts.messages.request import BadRequest, Envelope, SayRequest
+from edge_tts.messages.request import BadRequest, Origin, SayRequest
+from edge_tts.mqtt.envelope import Envelope, parse_say
 from edge_tts.speech.cache_service import load_phrases
 from edge_tts.speech.jobs import Job, StepTask
 from edge_tts.speech.pipeline import Pipeline
@@ -42,7 +43,6 @@ from edge_tts.speech.synthesis import render
 from edge_tts.voice import files
 from edge_tts.voice.base import SpeechOptions, SynthesisParams
 from edge_tts.voice.model import Voice
-from edge_tts.voice.planned import PlannedChunk
 from edge_tts.voice.registry import Voices
 
 from .support.fakes import FakeOutput, FakeReporter, FakeVoice
@@ -261,7 +261,7 @@ def test_the_pre_renderer_stops_between_windows_for_a_request(tmp_path: Path) ->
     try:
         voice.permits.release(2)
         wait_until(lambda: voice.windows == 2, what="two windows")
-        request = SayRequest(id="now", text="Now.", key="now")
+        request = SayRequest(id="now", text="Now.", key="now", origin=Origin("mqtt"))
         schedule.enqueue(Job(request, [], voice, OPTIONS))
         voice.permits.release(20)  # as many windows as it likes, if it does not stop
         wait_until(lambda: pre.pauses == 1, what="the pre-renderer to pause")

@@ -31,9 +31,8 @@ from edge_tts.homeassistant.discovery import (
     object_id,
 )
 from edge_tts.homeassistant.volume import VolumeStore, parse_volume
-from edge_tts.messages.parse import parse_say
-from edge_tts.messages.request import Envelope
 from edge_tts.messages.topics import Topics
+from edge_tts.mqtt.envelope import Envelope, parse_say
 from edge_tts.mqtt.link import Inbound
 
 from .conftest import run_cli

@@ -15,10 +15,13 @@ import pytest
 from edge_tts.config import ConfigError, settings_from_mapping
 from edge_tts.http.audio_out import wav_bytes, wav_header
 from edge_tts.http.pool import AudioPool, PoolFull, TooLarge
+from edge_tts.http.say_api import ORIGIN
 from edge_tts.http.tracker import RequestTracker
+from edge_tts.messages.events import FINAL_KINDS
 from edge_tts.messages.request import SayRequest
 from edge_tts.speech.jobs import Job
 from edge_tts.speech.listeners import Listener, Reporters
+from edge_tts.speech.outcome import Event, Kind
 from edge_tts.voice.base import SpeechOptions
 
 from .support.fakes import FakeVoice
@@ -89,21 +92,21 @@ def test_a_full_pool_says_when_there_will_be_room() -> None:
 
 
 def job(request_id: str, text: str = "Hello.") -> Job:
-    request = SayRequest(id=request_id, text=text, key=f"{request_id}#{text}")
+    request = SayRequest(id=request_id, text=text, key=f"{request_id}#{text}", origin=ORIGIN)
     return Job(request=request, deliveries=[], voice=FakeVoice(), options=SpeechOptions())
 
 
 @pytest.mark.unit
 def test_the_tracker_keeps_the_latest_event_of_a_bounded_number_of_requests() -> None:
     tracker = RequestTracker(max_requests=2)
-    tracker.queued(job("a"), 0)
+    tracker.on_event(Event(Kind.QUEUED, job("a"), position=0))
     found = tracker.get("a")
     assert found is not None and found[0]["event"] == "queued" and not found[1]
-    tracker.rejected(job("a"), "queue full")
+    tracker.on_event(Event(Kind.REJECTED, job("a"), reason="queue full"))
     found = tracker.get("a")
     assert found is not None and found[0]["reason"] == "queue full" and found[1]
-    tracker.queued(job("b"), 0)
-    tracker.queued(job("c"), 1)
+    tracker.on_event(Event(Kind.QUEUED, job("b"), position=0))
+    tracker.on_event(Event(Kind.QUEUED, job("c"), position=1))
     assert tracker.get("a") is None  # the oldest went
     assert tracker.get("c") is not None
 
@@ -111,12 +114,12 @@ def test_the_tracker_keeps_the_latest_event_of_a_bounded_number_of_requests() ->
 @pytest.mark.unit
 def test_a_waiter_wakes_at_the_final_event_from_another_thread() -> None:
     tracker = RequestTracker()
-    tracker.queued(job("a"), 0)
+    tracker.on_event(Event(Kind.QUEUED, job("a"), position=0))
 
     async def wait() -> Any:
         waiting = asyncio.create_task(tracker.wait_final("a", 30))
         await asyncio.sleep(0)  # one turn of the loop (not a wait for time): it registers
-        await asyncio.to_thread(tracker.expired, job("a"))
+        await asyncio.to_thread(tracker.on_event, Event(Kind.EXPIRED, job("a")))
         return await waiting
 
     event, final = asyncio.run(wait())
@@ -124,7 +127,7 @@ def test_a_waiter_wakes_at_the_final_event_from_another_thread() -> None:
 
 
 class Broken(Listener):
-    def finished(self, job: Job) -> None:
+    def on_finished(self, event: Event) -> None:
         raise RuntimeError("a listener's bug")
 
 
@@ -132,17 +135,30 @@ class Counting(Listener):
     def __init__(self) -> None:
         self.finished_ids: list[str] = []
 
-    def finished(self, job: Job) -> None:
-        self.finished_ids.append(job.request.id)
+    def on_finished(self, event: Event) -> None:
+        self.finished_ids.append(event.job.request.id)
 
 
 @pytest.mark.unit
 def test_a_failing_listener_reaches_neither_the_engine_nor_the_others() -> None:
     primary, after = Counting(), Counting()
     reporters = Reporters(primary, [Broken(), after])
-    reporters.finished(job("a"))
-    reporters.queued(job("b"), 0)  # defaults: nothing happens
+    reporters.report(Event(Kind.FINISHED, job("a")))
+    reporters.report(Event(Kind.QUEUED, job("b"), position=0))  # defaults: nothing happens
     assert primary.finished_ids == ["a"] and after.finished_ids == ["a"]
+
+
+@pytest.mark.unit
+def test_every_kind_has_its_hook_and_only_a_final_one_concludes_the_job() -> None:
+    details = {Kind.QUEUED: {"position": 0}, Kind.INTERRUPTED: {"by": "stop-button"}}
+    details |= {kind: {"reason": "why"} for kind in (Kind.REJECTED, Kind.DUPLICATE)}
+    reporters = Reporters(Listener())  # the defaults alone: every kind has its no-op
+    for kind in Kind:
+        each = job(kind.value)
+        reporters.report(Event(kind, each, **details.get(kind, {})))  # type: ignore[arg-type]
+        assert each.concluded == (kind.value in FINAL_KINDS), kind
+    with pytest.raises(ValueError, match="position"):
+        Event(Kind.QUEUED, job("a"))  # a kind's detail is not left out
 
 
 @pytest.mark.unit

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from edge_tts.config import default_settings
-from edge_tts.messages.request import SayRequest
+from edge_tts.messages.request import Origin, SayRequest
 from edge_tts.speech.jobs import Job, StepTask
 from edge_tts.speech.keepwarm import KeepWarm
 from edge_tts.speech.schedule import Schedule, TaskClass
@@ -42,7 +42,7 @@ def test_a_warm_up_is_due_once_the_schedule_has_been_idle_long_enough() -> None:
 
 def test_no_warm_up_while_a_request_waits_or_with_keep_warm_off() -> None:
     schedule, _, _ = rig(every_s=0.0001)
-    request = SayRequest(id="r", text="Now.", key="r")
+    request = SayRequest(id="r", text="Now.", key="r", origin=Origin("mqtt"))
     schedule.enqueue(Job(request, [], FakeVoice(), SpeechOptions()))
     task = schedule.next_task()
     assert task is not None and not isinstance(task, StepTask), "the request's plan first"

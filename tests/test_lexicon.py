@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import wave
 from pathlib import Path
 from typing import Any
 
@@ -308,6 +309,40 @@ def test_explain_shows_what_the_ssml_had_that_was_ignored(
         "note: SSML line 1, column 11: <amazon:effect> is not supported: its content is read"
         in result.stdout
     )
+
+
+@pytest.mark.daemon
+def test_explain_shows_the_sounds_and_readings_read_otherwise(
+    tmp_path: Path, mandarin_voice: Path
+) -> None:
+    """What the router did not read as written is there too: an <audio> without its
+    sound, a vendor's IPA in the voice's symbols, one it cannot say as its text."""
+    sounds = tmp_path / "sounds"
+    sounds.mkdir()
+    with wave.open(str(sounds / "chime.wav"), "wb") as chime:
+        chime.setnchannels(1)
+        chime.setsampwidth(2)
+        chime.setframerate(16_000)
+        chime.writeframes(bytes(3200))  # 0.1 s
+    config = write_config(tmp_path, mandarin_voice, text={"sounds_dir": str(sounds)})
+    text = (
+        '<speak><audio src="chime"/>Say <phoneme alphabet="ipa" ph="ʧɝʧ">church</phoneme>,'
+        ' <phoneme alphabet="ipa" ph="k☃t">cat</phoneme>.<audio src="http://x/y.mp3">Ding.'
+        "</audio></speak>"
+    )
+    result = run_cli("explain", "--config", str(config), text)
+    assert result.returncode == 0, result.stderr
+    notes = [line for line in result.stdout.splitlines() if line.startswith("note: ")]
+    assert notes == [
+        "note: SSML line 1, column 130: <audio>: 'http://x/y.mp3' is a URL: nothing is ever"
+        " fetched: its content is read",
+        "note: SSML line 1, column 32: ipa 'ʧɝʧ' read as 'tʃɜːtʃ' (the voice's symbols)",
+        "note: SSML line 1, column 83: ipa 'k☃t': phoneme(s) ☃ in 'k☃t' are not in the voice's"
+        " phoneme set (espeak-ng IPA: `edge-ttsd explain` shows a word's); its text 'cat' is"
+        " read instead",
+    ]
+    assert "sound chime.wav (0.1 s) before" in result.stdout
+    assert "[ipa: tʃɜːtʃ]" in result.stdout and "Ding." in result.stdout
 
 
 # --- the daemon reloads it on SIGHUP ----------------------------------------------------------

@@ -8,9 +8,16 @@ import time
 import pytest
 
 from edge_tts.messages.events import event
-from edge_tts.messages.parse import hermes_site, parse_hermes, parse_say
-from edge_tts.messages.request import BadRequest, Envelope, Priority
-from edge_tts.messages.topics import Topics, valid_response_topic
+from edge_tts.messages.parse import hermes_site, parse_payload
+from edge_tts.messages.request import Arrival, BadRequest, Origin, Priority
+from edge_tts.messages.topics import Topics
+from edge_tts.mqtt.envelope import (
+    Envelope,
+    MqttOrigin,
+    parse_hermes,
+    parse_say,
+    valid_response_topic,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -111,8 +118,9 @@ def test_hermes() -> None:
         }
     )
     request = parse_hermes(env(payload), 100)
-    assert request.hermes is not None
-    assert (request.hermes.site_id, request.hermes.session_id, request.id) == (
+    origin = request.origin
+    assert isinstance(origin, MqttOrigin) and origin.hermes is not None
+    assert (origin.hermes.site_id, origin.hermes.session_id, request.id) == (
         "kitchen",
         "s1",
         "h1",
@@ -142,7 +150,20 @@ def test_an_unusable_response_topic_is_refused_on_arrival(topic: str, problem: s
 
 def test_a_usable_response_topic_is_kept() -> None:
     request = parse_say(env("Hello", response_topic="reply/me"), 100)
-    assert request.response_topic == "reply/me"
+    assert isinstance(request.origin, MqttOrigin) and request.origin.response_topic == "reply/me"
+
+
+def test_a_door_without_envelopes_parses_the_same_fields() -> None:
+    """HTTP's /say: the payload and what the door knows, its origin carried as it is."""
+    arrival = Arrival(Origin("http_say"), received_at=time.monotonic())
+    payload = json.dumps({"text": "Hi", "priority": "high", "ttl": 5}).encode()
+    first, again = (parse_payload(payload, arrival, 100) for _ in range(2))
+    assert first.origin is arrival.origin and first.priority == Priority.HIGH
+    assert first.expires_at is not None and first.received_at == arrival.received_at
+    # No delivery names it: without an id the same text twice is two requests.
+    assert first.key != again.key and not first.dedupe
+    with pytest.raises(BadRequest, match="unknown field"):
+        parse_payload(b'{"text": "Hi", "topic": "x"}', arrival, 100)
 
 
 @pytest.mark.parametrize("field", ["text", "id", "voice", "speaker"])

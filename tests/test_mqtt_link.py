@@ -13,8 +13,8 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.reasoncodes import ReasonCode
 
 from edge_tts.config import BrokerSettings, TlsSettings
-from edge_tts.messages.request import Envelope
 from edge_tts.mqtt.client import new_client
+from edge_tts.mqtt.envelope import Envelope
 from edge_tts.mqtt.link import Inbound, MqttLink, OutageNoise, guard
 
 pytestmark = pytest.mark.unit

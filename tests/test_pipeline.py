@@ -14,10 +14,11 @@ import pytest
 from edge_tts.config import QueueSettings, SynthesisSettings
 from edge_tts.core.telemetry import Telemetry
 from edge_tts.daemon.app import FIGURES
-from edge_tts.messages.parse import parse_say
-from edge_tts.messages.request import Envelope, SayRequest
+from edge_tts.messages.request import SayRequest
+from edge_tts.mqtt.envelope import Envelope, parse_say
 from edge_tts.speech.dedupe import PlayedStore
 from edge_tts.speech.jobs import Job
+from edge_tts.speech.outcome import Event, Kind
 from edge_tts.speech.pipeline import Pipeline
 from edge_tts.voice.base import SpeechOptions
 
@@ -202,15 +203,17 @@ def test_a_copy_that_comes_while_the_answer_goes_out_is_acknowledged(harness: Ha
     already went out (it would wait for the next reconnect, unacknowledged)."""
     harness.output.speedup = 2
     copy = RecordedDelivery()
-    answer = harness.reporter.interrupted
+    answer = harness.reporter.on_event
 
-    def interrupted_then_a_copy(job: Job, by: str) -> None:
-        answer(job, by)  # the final event and its acks are out; the job still plays
+    def interrupted_then_a_copy(event: Event) -> None:
+        answer(event)  # the final event and its acks are out; the job still plays
+        if event.kind is not Kind.INTERRUPTED:
+            return
         payload = json.dumps({"text": LONG, "id": "long"}).encode()
         env = Envelope("t/pi/say", payload, time.monotonic(), redelivered=True, packet_id=7)
         harness.pipeline.submit(Job(parse_say(env, 1000), [copy], harness.voice, SpeechOptions()))
 
-    harness.reporter.interrupted = interrupted_then_a_copy  # type: ignore[method-assign]
+    harness.reporter.on_event = interrupted_then_a_copy  # type: ignore[method-assign]
     harness.submit(LONG, id="long")
     harness.reporter.wait("started", "long")
     harness.pipeline.stop_playing("stop-button")
@@ -368,13 +371,15 @@ def test_a_worker_that_fails_on_one_job_goes_on(
 
 
 def test_a_failing_reporter_does_not_kill_the_playback_thread(harness: Harness) -> None:
-    real_started = harness.reporter.started
+    real_on_event = harness.reporter.on_event
 
-    def started_once_failing(job: object) -> None:
-        harness.reporter.started = real_started  # type: ignore[method-assign]
+    def started_once_failing(event: Event) -> None:
+        if event.kind is not Kind.STARTED:
+            return real_on_event(event)
+        harness.reporter.on_event = real_on_event  # type: ignore[method-assign]
         raise ValueError("Publish topic cannot contain wildcards")
 
-    harness.reporter.started = started_once_failing  # type: ignore[method-assign]
+    harness.reporter.on_event = started_once_failing  # type: ignore[method-assign]
     harness.submit("First.", id="odd")
     harness.reporter.wait("rejected", "odd")
     harness.submit("Second.", id="next")

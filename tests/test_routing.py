@@ -7,13 +7,13 @@ from collections.abc import Mapping
 
 import pytest
 
+from edge_tts.cache.planned import PlannedChunk
 from edge_tts.config import SynthesisSettings, settings_from_mapping
-from edge_tts.messages.parse import parse_say
-from edge_tts.messages.request import Envelope, SayRequest
+from edge_tts.messages.request import SayRequest
+from edge_tts.mqtt.envelope import Envelope, parse_say
 from edge_tts.speech.jobs import job_for
 from edge_tts.speech.routing import Router
 from edge_tts.text import UnsupportedScriptError
-from edge_tts.voice.planned import PlannedChunk
 from edge_tts.voice.registry import UnknownVoiceError, Voices
 
 from .support.fakes import FakeVoice

@@ -11,8 +11,8 @@ import pytest
 from edge_tts.audio.dsp import ms_to_frames
 from edge_tts.audio.output import AudioOutput
 from edge_tts.audio.wavfile import WavFileOutput
+from edge_tts.cli.oneshot import NoSoundCardError, SayFailed, SayReport, say
 from edge_tts.config import AudioSettings, SynthesisSettings
-from edge_tts.speech.oneshot import NoSoundCardError, SayFailed, SayReport, say
 from edge_tts.voice.base import SpeechOptions
 from edge_tts.voice.integrity import ModelIntegrityError
 

@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 
 from edge_tts.audio.dsp import SILENCE_LEVEL
+from edge_tts.cache.planned import PlannedChunk
 from edge_tts.config import SynthesisSettings, TextSettings, settings_from_mapping
 from edge_tts.speech.routing import Router
 from edge_tts.speech.synthesis import render
 from edge_tts.text import EmptyTextError
-from edge_tts.text.document import Break, Document, SayAs, Span, Style, spoken_digest
+from edge_tts.text.document import Audio, Break, Document, SayAs, Span, Style, spoken_digest
 from edge_tts.text.mandarin import pinyin
 from edge_tts.text.readings import Reading, readable
 from edge_tts.text.ssml import SsmlError, looks_like_ssml, parse, parse_noted
@@ -22,7 +23,6 @@ from edge_tts.voice import files
 from edge_tts.voice.base import SpeechOptions, SpeechVoice
 from edge_tts.voice.model import Voice
 from edge_tts.voice.phonemize import phonemize
-from edge_tts.voice.planned import PlannedChunk
 from edge_tts.voice.registry import Voices
 from edge_tts.voice.two_stage import TwoStageVoice
 
@@ -182,12 +182,19 @@ EMPHASIS = Style(rate=0.92, volume=1.12)
             (Span("x", Style(rate=1.1, volume=0.8)),),
             None,
         ),
-        ('<speak><audio src="a.wav"/></speak>', (), "column 8: <audio> is never fetched"),
+        ('<speak><audio src="a.wav"/></speak>', (Audio("a.wav"),), None),  # the router finds it
         (
             '<speak><audio src="https://x/chime.mp3">Ding.<desc>a chime</desc></audio></speak>',
-            (Span("Ding."),),
-            "its fallback content is read",
+            (Audio("https://x/chime.mp3", (Span("Ding."),)),),
+            None,
         ),
+        (
+            '<speak><audio src="a.wav" soundLevel="+2dB">A <audio src="b">B</audio></audio>'
+            "</speak>",
+            (Audio("a.wav", (Span("A "), Span("B"))),),
+            "attribute 'soundLevel' of <audio> is ignored",
+        ),
+        ("<speak><audio>Ding</audio></speak>", (Span("Ding"),), "<audio> without a src"),
         ('<speak><break foo="1"/></speak>', (Break(0.75),), "attribute 'foo' of <break> is ign"),
         (
             '<speak><say-as interpret-as="emoji">x</say-as></speak>',
@@ -200,10 +207,16 @@ EMPHASIS = Style(rate=0.92, volume=1.12)
             "attribute 'pitch' of <prosody> is ignored",
         ),
         ('<speak><prosody pitch="0%" contour="(0%,+20Hz)">x</prosody></speak>', (Span("x"),), None),
-        ('<speak><voice gender="female">x</voice></speak>', (Span("x"),), "'gender' of <voice>"),
+        (
+            '<speak><voice gender="female">x</voice></speak>',
+            (Span("x", Style(gender="female")),),
+            None,
+        ),
+        ('<speak><voice gender="robot">x</voice></speak>', (Span("x"),), "gender 'robot' is not"),
+        ('<speak><voice age="30">x</voice></speak>', (Span("x"),), "'age' of <voice> is ignored"),
         (
             '<speak><voice languages="zh-CN en-US">x</voice></speak>',
-            (Span("x", Style(language="zh-CN")),),
+            (Span("x", Style(language="zh-CN", languages=("en-US",))),),  # the router picks
             None,
         ),
         (
@@ -247,7 +260,7 @@ EMPHASIS = Style(rate=0.92, volume=1.12)
         (
             '<speak><par><media xml:id="q" begin="0.5s"><speak>Who?</speak></media>'
             '<media begin="q.end+1s"><audio src="x.mp3"/></media></par></speak>',
-            (Span("Who?"),),
+            (Span("Who?"), Audio("x.mp3")),
             "<par> is not supported",
         ),
         (
@@ -502,12 +515,25 @@ def test_a_voice_or_language_not_configured_falls_back_to_the_text() -> None:
 
 
 @pytest.mark.unit
-def test_spans_naming_what_no_voice_reads_are_refused_saying_where() -> None:
+def test_readings_no_voice_reads_are_read_as_their_text_saying_why() -> None:
+    """Lenient: a reading no voice there can say is its element's text (it was refused)."""
     english_only = Router(SynthesisSettings())  # `say`: one voice
-    with pytest.raises(ValueError, match=r"voice joe reads ipa phonemes, not x-pinyin"):
-        plan('<lang xml:lang="en"><phoneme alphabet="x-pinyin" ph="a1">a</phoneme></lang>')
-    with pytest.raises(ValueError, match=r"no configured voice reads x-pinyin phonemes"):
-        plan('<phoneme alphabet="x-pinyin" ph="a1">a</phoneme>', english_only)
+    for body, router, why in (
+        (
+            '<lang xml:lang="en"><phoneme alphabet="x-pinyin" ph="a1">Huawei</phoneme></lang>',
+            ROUTER,
+            "column 28: voice joe reads ipa phonemes, not x-pinyin",
+        ),
+        (
+            '<phoneme alphabet="x-pinyin" ph="a1">Huawei</phoneme>',
+            english_only,
+            "column 8: no configured voice reads x-pinyin phonemes",
+        ),
+    ):
+        notes: list[str] = []
+        chunks = router.plan(doc(body), EN, SpeechOptions(), notes=notes)
+        assert [(c.text, c.voice.name) for c in chunks] == [("Huawei", "joe")]
+        assert notes == [f"SSML line 1, {why}; its text 'Huawei' is read instead"]
 
 
 @pytest.mark.unit
@@ -588,16 +614,48 @@ def test_what_the_real_voices_are_given(
 
 
 @pytest.mark.model
-def test_a_phoneme_the_voice_lacks_is_refused_at_planning(
+def test_a_reading_the_voice_cannot_say_reads_the_elements_text_saying_why(
     real: tuple[Router, SpeechVoice, TwoStageVoice],
 ) -> None:
+    """Lenient, as the W3C and the vendors are: it was refused at planning."""
     router, english, _ = real
-    with pytest.raises(ValueError, match=r"column 8: phoneme\(s\) ☃ in 'a☃' are not in the voice"):
-        router.plan(doc('<phoneme alphabet="ipa" ph="a☃">x</phoneme>'), english, SpeechOptions())
-    with pytest.raises(ValueError, match=r"'zz1' is not a pinyin syllable the Mandarin voice has"):
-        router.plan(
-            doc('<phoneme alphabet="x-pinyin" ph="zz1">x</phoneme>'), english, SpeechOptions()
-        )
+    notes: list[str] = []
+    body = (
+        '<phoneme alphabet="ipa" ph="a☃">cat</phoneme> and '
+        '<phoneme alphabet="x-pinyin" ph="zz1">dog</phoneme>.'
+    )
+    chunks = router.plan(doc(body), english, SpeechOptions(), notes=notes)
+    assert [spoken(c) for c in chunks] == [
+        spoken(router.plan("cat and dog.", english, SpeechOptions())[0])
+    ]
+    assert notes[0].startswith("SSML line 1, column 8: ipa 'a☃': phoneme(s) ☃ in 'a☃' are not")
+    assert notes[0].endswith("its text 'cat' is read instead")
+    assert "'zz1' is not a pinyin syllable the Mandarin voice has" in notes[1]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("ph", "read", "note"),
+    [
+        ("ˈʧɝʧ", "[ipa: ˈtʃɜːtʃ]", "ipa 'ˈʧɝʧ' read as 'ˈtʃɜːtʃ' (the voice's symbols)"),
+        ("gʊd", "[ipa: ɡʊd]", "ipa 'gʊd' read as 'ɡʊd'"),  # ASCII g, the IPA ɡ
+        ("ˈt͡ʃɜːt͡ʃ", "[ipa: ˈtʃɜːtʃ]", None),  # a tie bar: no phoneme of its own
+        ("kæ:t", "[ipa: kæːt]", None),  # an ASCII colon: the length mark, not a pause
+        ("k☃t", "cat", "ipa 'k☃t': phoneme(s) ☃ in 'k☃t' are not in the voice's"),
+    ],
+)
+def test_vendor_ipa_is_read_with_the_voices_symbols_or_as_its_text(
+    ph: str, read: str, note: str | None
+) -> None:
+    notes: list[str] = []
+    body = f'Say <phoneme alphabet="ipa" ph="{ph}">cat</phoneme>.'
+    chunks = ROUTER.plan(doc(body), EN, SpeechOptions(), notes=notes)
+    assert [readable(c.text) for c in chunks] == [f"Say {read}."]
+    if note is None:
+        assert notes == []
+    else:
+        assert len(notes) == 1 and note in notes[0], notes
+        assert notes[0].startswith("SSML line 1, column 12: ")
 
 
 def audio(router: Router, voice: SpeechVoice, body: str) -> np.ndarray:

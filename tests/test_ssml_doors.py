@@ -3,6 +3,7 @@ daemon as a subprocess writing each request's audio to a WAV file."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import wave
@@ -12,9 +13,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from wyoming.audio import AudioChunk
+from wyoming.client import AsyncTcpClient
+from wyoming.tts import Synthesize
 
-from .support.broker import Broker, Recorder
+from .support.broker import Broker, Recorder, free_port
 from .support.daemon_proc import REPO, DaemonProcess, daemon_config
+from .support.http_client import WAIT_S, Http
 
 pytestmark = pytest.mark.daemon
 
@@ -115,3 +120,89 @@ def test_the_readmes_ssml_example_plays(
         lambda: any(e["event"] == "finished" for e in recorder.events(EVENTS)), what="finished"
     )
     assert [e["event"] for e in recorder.events(EVENTS)] == ["queued", "started", "finished"]
+
+
+# --- <audio src>: a chime from text.sounds_dir, on every door ------------------------------
+
+CHIME_S, CHIME_HZ = 0.3, 880.0
+CHIMED = (
+    '<speak><audio src="chime.wav">Ding.</audio><audio src="https://example.com/x.mp3"/>'
+    "Front door open.</speak>"
+)
+
+
+def write_chime(path: Path, rate: int = 44_100) -> None:
+    t = np.arange(round(CHIME_S * rate)) / rate
+    tone = np.rint(0.5 * 32767 * np.sin(2 * np.pi * CHIME_HZ * t)).astype("<i2")
+    with wave.open(str(path), "wb") as file:
+        file.setnchannels(1)
+        file.setsampwidth(2)
+        file.setframerate(rate)
+        file.writeframes(tone.tobytes())
+
+
+def starts_with_the_chime(pcm: np.ndarray, rate: int) -> None:
+    """The chime (880 Hz, its length at `rate`), then the voice's speech."""
+    samples = pcm.astype(np.float64)
+    chime = round(CHIME_S * rate)
+    spectrum = np.abs(np.fft.rfft(samples[:chime]))
+    peak = np.fft.rfftfreq(chime, 1 / rate)[int(np.argmax(spectrum))]
+    assert abs(peak - CHIME_HZ) < 10 and np.abs(samples[:chime]).max() > 0.4 * 32767
+    assert np.abs(samples[chime:]).max() > 1000  # speech after it
+    onset = np.flatnonzero(np.abs(samples[:chime]) > 3000)
+    assert onset.size and onset[0] < 0.01 * rate and onset[-1] > chime - 0.01 * rate
+
+
+@pytest.fixture()
+def chimed(workdir: Path, broker: Broker) -> Iterator[tuple[DaemonProcess, int, int]]:
+    sounds = workdir / "sounds"
+    sounds.mkdir()
+    write_chime(sounds / "chime.wav")
+    http_port, wyoming_port = free_port(), free_port()
+    config = daemon_config(
+        workdir,
+        broker.port,
+        audio={"sink": "wav-dir", "wav_dir": str(workdir / "wavs")},
+        text={"sounds_dir": str(sounds)},
+        http={"uri": f"tcp://127.0.0.1:{http_port}"},
+        wyoming={"uri": f"tcp://127.0.0.1:{wyoming_port}"},
+    )
+    process = DaemonProcess(workdir, config, env={"HOME": str(workdir)})
+    try:
+        process.start()
+        process.wait_ready()
+        yield process, http_port, wyoming_port
+    finally:
+        log = process.log()
+        process.close()
+        print(log[-6000:])  # shown when the test fails
+
+
+def test_a_chime_from_the_sounds_directory_opens_the_announcement_on_every_door(
+    chimed: tuple[DaemonProcess, int, int], recorder: Recorder, workdir: Path
+) -> None:
+    daemon, http_port, wyoming_port = chimed
+    say(recorder, {"text": CHIMED, "id": "c1"})  # played here: the WAV file
+    recorder.wait_event(EVENTS, "finished", "c1")
+    starts_with_the_chime(wav(workdir, "c1")[round(LEAD_IN_S * RATE) :], RATE)
+
+    http = Http(daemon, http_port)  # pcm at 24 kHz: the chime resampled to it
+    body = {"input": "\ufeff" + CHIMED, "voice": "default", "response_format": "pcm"}  # a BOM
+    status, _, pcm = http.request("POST", "/v1/audio/speech", body)
+    assert status == 200
+    starts_with_the_chime(np.frombuffer(pcm, "<i2"), 24_000)
+
+    async def wyoming() -> np.ndarray:
+        pieces: list[bytes] = []
+        async with AsyncTcpClient("127.0.0.1", wyoming_port) as client:
+            await client.write_event(Synthesize(text=CHIMED).event())
+            while (got := await client.read_event()) is not None and got.type != "audio-stop":
+                assert got.type != "error", got.data
+                if AudioChunk.is_type(got.type):
+                    pieces.append(AudioChunk.from_event(got).audio)
+        return np.frombuffer(b"".join(pieces), "<i2")
+
+    answer = asyncio.run(asyncio.wait_for(wyoming(), WAIT_S))
+    starts_with_the_chime(answer[round(LEAD_IN_S * RATE) :], RATE)  # its lead-in, as a WAV's
+    log = daemon.log()
+    assert "'https://example.com/x.mp3' is a URL: nothing is ever fetched" in log

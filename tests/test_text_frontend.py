@@ -8,7 +8,8 @@ import pytest
 
 from edge_tts.text import EmptyTextError, UnsupportedScriptError
 from edge_tts.text import prepare as _prepare
-from edge_tts.text.languages import expander_for, primary_language
+from edge_tts.text.frontend import normalize
+from edge_tts.text.languages import chunk_limit, expander_for, primary_language
 from edge_tts.text.scripts import readable_scripts, script_of
 
 pytestmark = pytest.mark.unit
@@ -438,3 +439,35 @@ def test_a_number_longer_than_a_chunk_is_cut_between_its_words() -> None:
         "Balance minus one billion two hundred thirty-four million five hundred sixty-seven"
         " thousand eight hundred ninety-one now"
     )  # every word whole: "thirty-four" was cut after its hyphen with the joiner first
+
+
+@pytest.mark.parametrize("chunk_chars", [20, 25, 30])
+@pytest.mark.parametrize(
+    ("text", "unit"),
+    [
+        ("前方路口请左转然后直行1234米到达目的地请注意安全", "一千二百三十四"),
+        ("今天的气温是-12.5度请注意保暖出门多穿衣服", "负十二点五"),
+        ("您本月的话费一共是¥128.50请及时缴纳以免停机", "一百二十八元五角"),
+        ("会议改在明年3月15日下午举行请大家准时参加", "三月十五日"),
+        ("如有问题请拨打客服热线95588我们将竭诚为您服务", "九五五八八"),
+    ],
+)
+def test_no_chinese_chunk_is_cut_inside_a_number(text: str, unit: str, chunk_chars: int) -> None:
+    """Chinese has no spaces to keep a number's characters together: they are joined
+    while the text is split, so a chunk (8 to 12 characters here) never ends inside one
+    that fits in a chunk (it was "直行一千二百三" | "十四米")."""
+    chunks = [c.replace(" ", "") for c in _prepare_zh(text, chunk_chars)]
+    assert len(chunks) > 1
+    assert any(unit in chunk for chunk in chunks), chunks
+    assert "".join(chunks) == normalize(text, "zh").replace(" ", "")  # nothing added or lost
+    assert all(len(chunk) <= chunk_limit(chunk_chars, "zh") for chunk in chunks)
+
+
+def test_a_chinese_number_longer_than_a_chunk_is_cut_inside_it_only_then() -> None:
+    chunks = _prepare_zh("余额为1234567891元", 20)  # 8 characters a chunk
+    assert all(len(chunk) <= 8 for chunk in chunks) and "\u2060" not in "".join(chunks)
+    assert "".join(chunks) == "余额为十二亿三千四百五十六万七千八百九十一元"
+
+
+def _prepare_zh(text: str, chunk_chars: int) -> list[str]:
+    return _prepare(text, "zh", max_chunk_chars=chunk_chars, first_chunk_chars=chunk_chars)

@@ -35,6 +35,7 @@ from edge_tts.config import AudioSettings, Settings, SynthesisSettings, WyomingS
 from edge_tts.core.telemetry import Telemetry
 from edge_tts.daemon.app import FIGURES
 from edge_tts.messages.request import Priority, SayRequest
+from edge_tts.mqtt.envelope import MqttOrigin
 from edge_tts.speech.audio_stream import Failed, Finished
 from edge_tts.speech.jobs import Job, StepTask
 from edge_tts.speech.pipeline import Pipeline
@@ -100,7 +101,7 @@ class Rig:
 
     def say_locally(self, text: str, voice: FakeVoice, **fields: Any) -> Job:
         """An MQTT request as the intake makes it, played on the fake output."""
-        request = SayRequest(id=fields.pop("id"), text=text, key="k", **fields)
+        request = SayRequest(id=fields.pop("id"), text=text, key="k", origin=MqttOrigin(), **fields)
         job = Job(request, [FakeDelivery()], voice, SpeechOptions())
         self.pipeline.submit(job)
         return job

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 
 from ..voice.base import SpeechOptions, SpeechVoice
-from ..voice.planned import PlannedChunk
+from .planned import PlannedChunk
 
 # Bump when what an entry holds changes meaning (its layout, or the engine's output for
 # the same ids, e.g. a decoder fix): every older entry then misses and ages out.

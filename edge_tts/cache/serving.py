@@ -20,10 +20,10 @@ import numpy as np
 
 from ..core.telemetry import Telemetry
 from ..voice.chunk_audio import voice_audio
-from ..voice.planned import PlannedChunk
 from ..voice.windowed import FIRST_WINDOW_FRAMES
 from .key import ChunkInput, ChunkKey
 from .phrase_voice import best_build_sha256
+from .planned import PlannedChunk
 from .store import CacheStore
 
 _LOGGER = logging.getLogger(__name__)

@@ -45,13 +45,15 @@ def run(args: argparse.Namespace) -> int:
         voice = voices.choose(args.voice, args.language)
         speech, notes = _speech(text, args.ssml, settings.queue.max_text_chars)
         router = Router(settings.synthesis, voices, lexicon.Lexicon(entries), settings.text)
-        chunks = explain(router, voices, speech, voice, voices.options_for(voice))
+        planned: list[str] = []
+        chunks = explain(router, voices, speech, voice, voices.options_for(voice), planned)
+        notes = (*notes, *planned)
     except (ConfigError, lexicon.LexiconError, files.VoiceNotFoundError, VoiceDirError) as err:
         return fail(EXIT_REFUSED, str(err))
     except (ssml.SsmlError, EmptyTextError, ValueError) as err:
         return fail(EXIT_USAGE, str(err))
     print(f"{len(entries)} lexicon entries; {len(chunks)} chunk(s)")
-    for note in notes:  # what the SSML has that is not supported, read as its content
+    for note in notes:  # what the SSML has that is not supported or there, read as text
         print(f"note: {note}")
     for index, chunk in enumerate(chunks, 1):
         print(_describe(index, chunk))
@@ -88,6 +90,7 @@ def _describe(index: int, chunk: ChunkReading) -> str:
         how.append(f"{before:g} s of silence before")
     if after:
         how.append(f"{after:g} s of silence after")
+    how.extend(f"sound {sound}" for sound in chunk.sounds)
     label = {"ipa": "ipa", "x-pinyin": "pinyin"}.get(chunk.alphabet, "said")
     return "\n".join(
         [

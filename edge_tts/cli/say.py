@@ -53,7 +53,6 @@ def add_parser(sub: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..config import AudioSettings, ConfigError, QueueSettings, SynthesisSettings
-    from ..speech.oneshot import NoSoundCardError, SayFailed, say
     from ..text import EmptyTextError, ssml
     from ..text.lexicon import LexiconError
     from ..voice import files
@@ -61,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from ..voice.integrity import ModelIntegrityError
     from ..voice.model import share_runtime
     from ..voice.registry import open_voice
+    from .oneshot import NoSoundCardError, SayFailed, say
 
     if not 0.1 <= args.speed <= 10 or not 0.0 <= args.volume <= 2.0:
         return fail(EXIT_USAGE, "--speed must be within 0.1-10 and --volume within 0-2")

@@ -33,6 +33,7 @@ MQTTS_PORT = 8883
 SINKS = ("alsa", "wav-dir")
 PROTOCOLS = ("auto", "5", "3.1.1")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+GENDERS = ("female", "male", "neutral")  # SSML's <voice gender>
 
 
 def _topic_level(value: str) -> str:
@@ -125,6 +126,8 @@ class VoiceSettings(Checked):
     # Which build to load: "auto" takes the one `edge-ttsd tune` chose on this machine (else
     # the configured file); "fp32" or a quantization scheme's name pins one.
     build: str = setting(AUTO_BUILD, _build_name)
+    # Who it sounds like, for SSML's <voice gender="female">: a voice file does not say.
+    gender: str | None = setting(None, one_of(*GENDERS))
 
 
 @dataclass(frozen=True)
@@ -204,6 +207,12 @@ class CacheSettings(Checked):
     phrases_file: Path | None = field(default=None, metadata=FILE)  # one phrase a line
 
 
+def _directory(value: Path) -> Path:
+    if not value.is_dir():
+        raise Invalid(f"{value} is not a directory")
+    return value
+
+
 @dataclass(frozen=True)
 class TextSettings(Checked):
     """The text front-end: the pronunciation lexicon (edge_tts/text/lexicon.py), entries
@@ -218,6 +227,9 @@ class TextSettings(Checked):
     # The most silence SSML's breaks may add up to in one request, in seconds; more is
     # refused with the reason (104 breaks of 10 s fit in 2,000 characters: 17 minutes).
     max_silence_s: float = setting(30.0, between(0, 600))
+    # The WAV files SSML's <audio src="chime.wav"> plays, by plain name (text/ssml.py);
+    # None: none, every <audio> reads its fallback content. Nothing is ever fetched.
+    sounds_dir: Path | None = field(default=None, metadata=meta(_directory))
 
 
 def _default_voices() -> Mapping[str, VoiceSettings]:

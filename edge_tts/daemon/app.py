@@ -30,7 +30,6 @@ from ..speech.dedupe import FILE_NAME as PLAYED_FILE
 from ..speech.dedupe import PlayedStore
 from ..speech.keepwarm import KeepWarm
 from ..speech.lexicon_check import check_readings
-from ..speech.listeners import Reporters
 from ..speech.pipeline import Pipeline
 from ..speech.responses import Responses
 from ..speech.routing import Router
@@ -109,12 +108,15 @@ class Daemon:
             s.queue,
             output=self.output,
             output_rate=rate,
-            # Every request's fate goes to MQTT, and to the HTTP server's /requests/{id}.
-            reporter=Reporters(self.reporter, [self.tracker] if self.tracker else []),
+            # Every request's fate goes to MQTT, and to the HTTP server's /requests/{id}:
+            # the tracker hears every door's, not only /say's, as GET /requests/{id}
+            # answers for MQTT requests too (docs/http.md).
+            reporter=self.reporter,
             telemetry=self.telemetry,
             played=self.played,
             router=Router(s.synthesis, self.voices, self.lexicon, s.text),
             cache=self.cache.lookup,
+            listeners=[self.tracker] if self.tracker else [],
         )
         self.cache.attach(self.pipeline.schedule, self.voices, self.pipeline.router)
         # What a remote door (Wyoming, HTTP) asks for: the same workers, below local playback.

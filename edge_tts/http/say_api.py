@@ -4,22 +4,23 @@ queued; `GET /requests/{id}` (`?wait=true`) gives what became of it (tracker.py)
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import time
 import urllib.parse
 
 from aiohttp import web
 
-from ..messages.parse import parse_say
-from ..messages.request import BadRequest, Envelope
+from ..messages.parse import parse_payload
+from ..messages.request import Arrival, BadRequest, Origin
 from ..speech.jobs import job_for
 from ..voice.registry import UnknownVoiceError
 from . import fields
 from .errors import ApiError, bad_request
 from .shared import DOOR
 
-TOPIC = "http/say"  # what the request's dedupe key is made from when it has no id
+# The origin of a /say request: its label alone, as the HTTP answer and the tracker are
+# all it is answered with.
+ORIGIN = Origin(door="http_say")
 MAX_WAIT_S = 300.0
 DEFAULT_WAIT_S = 60.0
 # The first event of a request submitted over HTTP: its answer's status.
@@ -31,10 +32,12 @@ ID_ALPHABET = re.compile(r"[A-Za-z0-9._~:@+=-]{1,200}")
 async def say(request: web.Request) -> web.Response:
     door = request.app[DOOR]
     payload = await fields.read_body(request, door.settings.read_timeout)
-    envelope = Envelope(topic=TOPIC, payload=payload, received_at=time.monotonic())
+    # No delivery to name: an HTTP request is never delivered again, a retry is a new one.
+    arrival = Arrival(ORIGIN, received_at=time.monotonic())
     try:
-        parsed = parse_say(envelope, door.queue.max_text_chars, door.queue.default_ttl)
-        say_request = dataclasses.replace(parsed, door="http_say")
+        say_request = parse_payload(
+            payload, arrival, door.queue.max_text_chars, door.queue.default_ttl
+        )
         _check_id(say_request.id)
         # Nothing to acknowledge: the HTTP answer is the client's receipt.
         job = job_for(say_request, door.voices, [])

@@ -1,5 +1,6 @@
 """What became of each request, for `GET /requests/{id}`: a listener on the pipeline's
-reporters (speech/listeners.py) that keeps the latest event of every request, by id.
+reporters (speech/listeners.py) that keeps the latest event of every request, by id: it
+overrides `on_event` alone, as it keeps every kind alike.
 
 Requests of every door are kept (an MQTT sender may ask over HTTP too), the most recent
 MAX_REQUESTS, each for at most MAX_AGE_S after its last event: memory stays bounded
@@ -17,10 +18,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages.events import FINAL_KINDS, EventKind, event
-from ..speech.jobs import Job
 from ..speech.listeners import Listener
-from ..speech.outcome import finished_fields, started_fields
+from ..speech.outcome import Event
 
 MAX_REQUESTS = 1000
 MAX_AGE_S = 3600.0
@@ -43,34 +42,10 @@ class RequestTracker(Listener):
 
     # --- from the pipeline (any thread) ----------------------------------------------
 
-    def queued(self, job: Job, position: int) -> None:
-        self._record(job, "queued", position=position, text_chars=len(job.request.text))
-
-    def started(self, job: Job) -> None:
-        self._record(job, "started", **started_fields(job))
-
-    def finished(self, job: Job) -> None:
-        self._record(job, "finished", **finished_fields(job))
-
-    def rejected(self, job: Job, reason: str) -> None:
-        self._record(job, "rejected", reason=reason)
-
-    def expired(self, job: Job) -> None:
-        self._record(job, "expired")
-
-    def interrupted(self, job: Job, by: str) -> None:
-        self._record(job, "interrupted", by=by, audio_ms=round(job.audio_seconds * 1000))
-
-    def duplicate(self, job: Job, reason: str) -> None:
-        self._record(job, "duplicate", reason=reason)
-
-    def deferred(self, job: Job) -> None:
-        self._record(job, "deferred", reason="daemon stopping; plays after restart")
-
-    def _record(self, job: Job, kind: EventKind, **fields: object) -> None:
-        body = json.loads(event(kind, job.request, **fields))
-        final = kind in FINAL_KINDS
-        request_id = job.request.id
+    def on_event(self, event: Event) -> None:
+        body = json.loads(event.payload)  # the very event the MQTT reporter publishes
+        final = event.final
+        request_id = event.job.request.id
         with self._lock:
             old = self._requests.pop(request_id, None)
             if old is not None and old.final and not final:

@@ -27,11 +27,8 @@ def event(kind: EventKind, request: SayRequest | None, **fields: object) -> byte
     return json.dumps(body, separators=(",", ":")).encode()
 
 
-def hermes_finished(request: SayRequest) -> bytes:
-    assert request.hermes is not None
-    return json.dumps(
-        {"id": request.id, "siteId": request.hermes.site_id, "sessionId": request.hermes.session_id}
-    ).encode()
+def hermes_finished(request_id: str, site_id: str, session_id: str | None) -> bytes:
+    return json.dumps({"id": request_id, "siteId": site_id, "sessionId": session_id}).encode()
 
 
 def hermes_error(site_id: str, session_id: str | None, error: str, context: str) -> bytes:

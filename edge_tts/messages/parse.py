@@ -1,48 +1,39 @@
-"""Payloads into requests: plain UTF-8 text, a JSON string or object, or a Hermes
-`hermes/tts/say`. Every payload we cannot accept raises `BadRequest` with a reason a user
-can act on; a few tolerant readers find what a broken payload still tells (its id, its
-Hermes site)."""
+"""Payloads into requests: plain UTF-8 text, a JSON string or object, the fields MQTT's
+say topic and HTTP's /say share (the MQTT door's own, envelope and Hermes, are in
+mqtt/envelope.py). Every payload we cannot accept raises `BadRequest` with a reason a
+user can act on; a few tolerant readers find what a broken payload still tells (its id,
+its Hermes site)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import time
-from dataclasses import replace
 from typing import Any
 
 from ..text import ssml
 from ..text.document import Document
 from ..text.ssml import TEXT_FORMATS, looks_like_ssml
-from .request import BadRequest, Envelope, Hermes, Priority, SayRequest, dedupe_key
-from .topics import publish_topic_problem
+from .request import Arrival, BadRequest, Priority, SayRequest, dedupe_key
 
 MAX_JSON_DEPTH = 8
 
 
-def parse_say(env: Envelope, max_text_chars: int, default_ttl: float | None = None) -> SayRequest:
-    """Plain UTF-8 text (SSML when it starts with <speak), or JSON {text, text_format, id,
-    priority, voice, language, speaker, speed, volume, ttl | expires_at, interrupt,
-    cache}. Raises BadRequest with a reason a user can act on."""
-    _check_response_topic(env)
-    text = _decode(env.payload)
-    return _request(env, _say_fields(text), max_text_chars, default_ttl)
-
-
-def _check_response_topic(env: Envelope) -> None:
-    # Refused on arrival: found out only when the final event is published, it would
-    # raise in the playback thread, after the request had played.
-    if env.response_topic is None:
-        return
-    problem = publish_topic_problem(env.response_topic)
-    if problem is not None:
-        raise BadRequest(f"response topic {env.response_topic[:100]!r} {problem}")
+def parse_payload(
+    payload: bytes, arrival: Arrival, max_text_chars: int, default_ttl: float | None = None
+) -> SayRequest:
+    """A say request as MQTT's say topic and HTTP's /say take it: plain UTF-8 text (SSML
+    when it starts with <speak), or JSON {text, text_format, id, priority, voice,
+    language, speaker, speed, volume, ttl | expires_at, interrupt, cache}; `arrival`: what
+    the door knows of it. Raises BadRequest with a reason a user can act on."""
+    return request_from_fields(_say_fields(decode(payload)), arrival, max_text_chars, default_ttl)
 
 
 def _say_fields(text: str) -> dict[str, Any]:
+    """The fields of a say payload: a JSON object's, else the text itself."""
     start = text.lstrip()[:1]
     if start in ("{", "["):  # JSON it is, and only an object carries a request
-        return _json_object(text)
+        return json_object(text)
     if start == '"':  # a JSON string, as some home-automation tools send text
         try:
             value = json.loads(text)
@@ -50,20 +41,6 @@ def _say_fields(text: str) -> dict[str, Any]:
             return {"text": text}
         return {"text": value} if isinstance(value, str) else {"text": text}
     return {"text": text}
-
-
-def parse_hermes(env: Envelope, max_text_chars: int) -> SayRequest:
-    _check_response_topic(env)
-    fields = _json_object(_decode(env.payload))
-    site = fields.get("siteId", "default")
-    session = fields.get("sessionId")
-    if not isinstance(site, str) or not (session is None or isinstance(session, str)):
-        raise BadRequest("siteId and sessionId must be strings")
-    hermes_fields: dict[str, Any] = {k: fields[k] for k in ("text", "id", "volume") if k in fields}
-    if fields.get("lang") is not None:  # Hermes names the language, e.g. "zh-CN"
-        hermes_fields["language"] = fields["lang"]
-    request = _request(env, hermes_fields, max_text_chars, None)
-    return replace(request, hermes=Hermes(site_id=site, session_id=session))
 
 
 def hermes_site(payload: bytes) -> str | None:
@@ -89,14 +66,15 @@ def payload_id(payload: bytes) -> str | None:
     return None
 
 
-def _decode(payload: bytes) -> str:
+def decode(payload: bytes) -> str:
     try:
         return payload.decode("utf-8")
     except UnicodeDecodeError as err:
         raise BadRequest(f"payload is not valid UTF-8 (byte {err.start})") from err
 
 
-def _json_object(text: str) -> dict[str, Any]:
+def json_object(text: str) -> dict[str, Any]:
+    """A JSON object, not nested too deeply; BadRequest for anything else."""
     try:
         data = json.loads(text)
     except RecursionError as err:
@@ -138,9 +116,10 @@ _KNOWN = {
 }
 
 
-def _request(
-    env: Envelope, f: dict[str, Any], max_text_chars: int, default_ttl: float | None
+def request_from_fields(
+    f: dict[str, Any], arrival: Arrival, max_text_chars: int, default_ttl: float | None
 ) -> SayRequest:
+    """The request a payload's fields make (`_KNOWN`), checked one by one."""
     unknown = sorted(set(f) - _KNOWN)
     if unknown:
         raise BadRequest(f"unknown field(s) {', '.join(unknown)}", unknown[0])
@@ -152,27 +131,26 @@ def _request(
     _check_encodable("text", text)
     document = document_for(text, _opt(f, "text_format", str), max_text_chars)
     sender_id = _opt(f, "id", str)
-    key = dedupe_key(sender_id, text if document is None else document, env)
+    key = dedupe_key(sender_id, text if document is None else document, arrival.delivery)
     return SayRequest(
         id=sender_id or key[:16],
         text=text,
         key=key,
         # Without a sender id the same text twice is two requests, unless the broker marks
         # this copy as a redelivery of one we may already have played.
-        dedupe=sender_id is not None or env.redelivered,
-        redelivered=env.redelivered,
+        dedupe=sender_id is not None or arrival.redelivered,
+        redelivered=arrival.redelivered,
         priority=_priority(f.get("priority", "normal")),
         voice=_opt(f, "voice", str),
         language=_opt(f, "language", str),
         speaker=_speaker(f.get("speaker")),
         speed=_number(f, "speed", 0.1, 10.0),
         volume=_number(f, "volume", 0.0, 2.0),
-        expires_at=_expiry(f, env, default_ttl),
+        expires_at=_expiry(f, arrival, default_ttl),
         interrupt=bool(_opt(f, "interrupt", bool) or False),
         cache=_opt(f, "cache", bool) is not False,
-        received_at=env.received_at,
-        response_topic=env.response_topic,
-        correlation_data=env.correlation_data,
+        received_at=arrival.received_at,
+        origin=arrival.origin,
         document=document,
     )
 
@@ -240,16 +218,16 @@ def _number(f: dict[str, Any], name: str, low: float, high: float) -> float | No
     return float(value)
 
 
-def _expiry(f: dict[str, Any], env: Envelope, default_ttl: float | None) -> float | None:
+def _expiry(f: dict[str, Any], arrival: Arrival, default_ttl: float | None) -> float | None:
     ttl = _number(f, "ttl", 0.0, 7 * 86400)
     expires_at = _number(f, "expires_at", 0.0, 1e11)
     if ttl is not None and expires_at is not None:
         raise BadRequest("give 'ttl' or 'expires_at', not both", "ttl")
-    # Time already spent queued at the broker counts against the MQTT 5 expiry it reports.
+    # Time already spent on the way (queued at an MQTT 5 broker) counts against the expiry.
     candidates = [
         expires_at,
         time.time() + ttl if ttl is not None else None,
-        time.time() + env.expiry_interval if env.expiry_interval is not None else None,
+        time.time() + arrival.expiry_interval if arrival.expiry_interval is not None else None,
         time.time() + default_ttl if default_ttl and ttl is None and expires_at is None else None,
     ]
     present = [c for c in candidates if c is not None]

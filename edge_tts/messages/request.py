@@ -1,5 +1,6 @@
-"""What a request is: a `SayRequest`, the MQTT `Envelope` it arrived in, its priority, and
-the key that makes two messages the same request."""
+"""What a request is: a `SayRequest`, the `Origin` its door keeps in it, the `Arrival` a
+door tells the parser about, its priority, and the key that makes two messages the same
+request."""
 
 from __future__ import annotations
 
@@ -29,18 +30,33 @@ class BadRequest(ValueError):
 
 
 @dataclass(frozen=True)
-class Hermes:
-    """Where a Rhasspy/Hermes request came from, to answer it in kind."""
+class Origin:
+    """The door a request came in by, opaque to the engine, which only carries it: a door
+    that must answer in its own way keeps what it needs in a subclass (mqtt/envelope.py
+    `MqttOrigin`: the response topic, Hermes' site)."""
 
-    site_id: str
-    session_id: str | None
+    door: str  # its telemetry label (a door of its package's FIGURES)
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """What a door knows of a request besides its payload (messages/parse.py)."""
+
+    origin: Origin
+    received_at: float  # time.monotonic()
+    # What names this delivery, and only its redeliveries, for a request without a sender
+    # id (`dedupe_key`); None: it cannot come again.
+    delivery: bytes | None = None
+    redelivered: bool = False  # a copy of a message sent to us before (MQTT's DUP flag)
+    expiry_interval: float | None = None  # seconds it had left to live when it came
 
 
 @dataclass(frozen=True)
 class SayRequest:
     id: str
     text: str
-    key: str  # dedupe key: the sender's id and text, else this MQTT delivery's (see below)
+    key: str  # dedupe key: the sender's id and text, else this delivery's (see below)
+    origin: Origin
     dedupe: bool = False  # True when `key` identifies this request (sender id or redelivery)
     redelivered: bool = False  # the broker's DUP flag: a copy of a message sent to us before
     priority: Priority = Priority.NORMAL
@@ -53,10 +69,6 @@ class SayRequest:
     interrupt: bool = False
     cache: bool = True  # False: neither served from nor stored in the phrase cache
     received_at: float = field(default_factory=time.monotonic)
-    response_topic: str | None = None
-    correlation_data: bytes | None = None
-    hermes: Hermes | None = None
-    door: str = "mqtt"  # where it came in: its telemetry label (a door of its package's FIGURES)
     # SSML (text/ssml.py) as parsed: what is said. `text` is then the markup as it came.
     document: Document | None = None
 
@@ -73,34 +85,18 @@ class SayRequest:
         return self.interrupt or self.priority == Priority.CRITICAL
 
 
-@dataclass(frozen=True)
-class Envelope:
-    """What MQTT told us about a message, besides its payload."""
-
-    topic: str
-    payload: bytes
-    received_at: float
-    expiry_interval: int | None = None
-    response_topic: str | None = None
-    correlation_data: bytes | None = None
-    redelivered: bool = False  # the broker's DUP flag: we may have seen it before a crash
-    retained: bool = False  # replayed by the broker on every (re)subscribe
-    packet_id: int = 0  # the broker's for a QoS 1 delivery, kept by its redelivery; 0: QoS 0
-
-
-def dedupe_key(sender_id: str | None, speech: str | Document, env: Envelope) -> str:
+def dedupe_key(sender_id: str | None, speech: str | Document, delivery: bytes | None) -> str:
     """What makes two messages the same request.
 
     With an id: the id *and* what is said (`spoken_digest`: an SSML text and the plain
     text it says are the same), so a sender that reuses one id ("door") for different
     announcements gets each of them played, while a repeat of the very same request is
-    recognised. Without an id: this delivery. The broker resends a message we
-    did not acknowledge with its packet id, so topic + payload + packet id match only that
-    message's redelivery, never a later message with the same text (only a redelivery is
-    deduplicated then, see `dedupe`). A QoS 0 message is never redelivered: a random key.
+    recognised. Without an id: this delivery (`Arrival.delivery`). The broker resends a
+    message we did not acknowledge with its packet id, so MQTT's topic + packet id +
+    payload match only that message's redelivery, never a later message with the same
+    text (only a redelivery is deduplicated then, see `dedupe`). A request that cannot
+    come again (MQTT's QoS 0, HTTP): a random key.
     """
     if sender_id is not None:
         return f"{sender_id}#{spoken_digest(speech)[:16]}"  # its UTF-8 was checked
-    delivery = str(env.packet_id).encode() if env.packet_id else uuid.uuid4().bytes
-    digest = hashlib.sha256(env.topic.encode() + b"\0" + delivery + b"\0" + env.payload)
-    return digest.hexdigest()[:32]
+    return hashlib.sha256(delivery or uuid.uuid4().bytes).hexdigest()[:32]

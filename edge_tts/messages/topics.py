@@ -4,10 +4,6 @@ be published to."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .request import Envelope
 
 MAX_TOPIC_BYTES = 65535  # MQTT's length prefix
 
@@ -85,9 +81,3 @@ def publish_topic_problem(topic: str) -> str | None:
     if len(topic.encode("utf-8", "surrogatepass")) > MAX_TOPIC_BYTES:
         return f"is longer than {MAX_TOPIC_BYTES} bytes"
     return None
-
-
-def valid_response_topic(env: Envelope) -> str | None:
-    """The MQTT 5 response topic when we may publish to it, else None."""
-    topic = env.response_topic
-    return topic if topic is not None and publish_topic_problem(topic) is None else None

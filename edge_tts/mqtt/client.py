@@ -17,7 +17,7 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from ..config import BrokerSettings
-from ..messages.request import Envelope
+from .envelope import Envelope
 
 PAHO_LOGGER = logging.getLogger("paho")
 

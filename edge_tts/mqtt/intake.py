@@ -9,12 +9,13 @@ from dataclasses import dataclass
 
 from ..config import Settings
 from ..core.telemetry import Telemetry
-from ..messages.parse import hermes_site, parse_hermes, parse_say
-from ..messages.request import BadRequest, Envelope, SayRequest
+from ..messages.parse import hermes_site
+from ..messages.request import BadRequest, SayRequest
 from ..messages.topics import Topics
 from ..speech.jobs import Job, job_for
 from ..speech.pipeline import Pipeline
 from ..voice.registry import UnknownVoiceError, Voices
+from .envelope import Envelope, parse_hermes, parse_say
 from .link import Inbound, MqttLink
 from .reporter import MqttReporter
 

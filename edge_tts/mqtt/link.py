@@ -23,8 +23,8 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
 from ..config import BrokerSettings
-from ..messages.request import Envelope
 from . import client as mqtt_client
+from .envelope import Envelope
 from .subscriptions import Subscriptions
 
 _LOGGER = logging.getLogger(__name__)

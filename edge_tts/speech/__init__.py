@@ -17,7 +17,6 @@ routing.py    which voice speaks which part of a text, by writing system
 synthesis.py  text → audio: front-end chunks, phoneme ids, the voice's pieces
 direct.py     text → audio in the calling thread, along a request's path (tune, tests)
 dedupe.py     which requests were already played, across restarts
-oneshot.py    `edge-ttsd say`: one request through the same pipeline and outputs
 readout.py    `edge-ttsd explain`: how a text is read, chunk by chunk, without synthesis
 """
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..cache.planned import PlannedChunk
 from ..cache.serving import PhraseCache, cached_audio
-from ..voice.planned import PlannedChunk
 from .synthesis import render
 
 Deliver = Callable[[np.ndarray], bool]  # one piece to its consumer; False: stop rendering
@@ -66,6 +66,7 @@ class ChunkRenderer:
                 audio,
                 silence=chunk.silence,
                 breaks=chunk.breaks,
+                sounds=chunk.sounds,
             )
             for pcm in pieces:
                 if stats.first_audio_at is None:

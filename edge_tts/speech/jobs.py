@@ -1,6 +1,6 @@
 """A request on its way through the pipeline: the `Job`, its plan and its chunks' runs,
-the tasks a synthesis worker takes, and the `Reporter` its fate goes to. Data only, no
-threads."""
+the tasks a synthesis worker takes. Data only, no threads; its fate goes out as `Event`s
+(outcome.py) to the listeners (listeners.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from typing import Final, Protocol
 import numpy as np
 
 from ..audio.output import Utterance
+from ..cache.planned import PlannedChunk
 from ..messages.request import SayRequest
 from ..voice.base import SpeechOptions, SpeechVoice
-from ..voice.planned import PlannedChunk
 from ..voice.registry import Voices
 from .chunk_render import ChunkStats
 from .timing import Timing
@@ -28,61 +28,6 @@ class Delivery(Protocol):
     of a queued request hands its deliveries to the first copy."""
 
     def ack(self) -> None: ...
-
-
-class Reporter(Protocol):
-    """Where a request's fate goes: events, acknowledgements, Hermes replies (the daemon's
-    `MqttReporter`), or the one answer `edge-ttsd say` waits for.
-
-    The final events are `messages.events.FINAL_KINDS`; queued, started and deferred are
-    not final. A reporter never writes the job: the engine reports through `Concluding`,
-    which marks it concluded."""
-
-    def queued(self, job: Job, position: int) -> None: ...
-    def started(self, job: Job) -> None: ...
-    def finished(self, job: Job) -> None: ...
-    def rejected(self, job: Job, reason: str) -> None: ...
-    def expired(self, job: Job) -> None: ...
-    def interrupted(self, job: Job, by: str) -> None: ...
-    def duplicate(self, job: Job, reason: str) -> None: ...
-    def deferred(self, job: Job) -> None: ...
-
-
-class Concluding:
-    """The engine's reporter: the door's, with `job.concluded` set as the final event goes
-    out, so that the field has one writer whichever door reports."""
-
-    def __init__(self, reporter: Reporter) -> None:
-        self._reporter = reporter
-
-    def queued(self, job: Job, position: int) -> None:
-        self._reporter.queued(job, position)
-
-    def started(self, job: Job) -> None:
-        self._reporter.started(job)
-
-    def deferred(self, job: Job) -> None:
-        self._reporter.deferred(job)
-
-    def finished(self, job: Job) -> None:
-        job.concluded = True
-        self._reporter.finished(job)
-
-    def rejected(self, job: Job, reason: str) -> None:
-        job.concluded = True
-        self._reporter.rejected(job, reason)
-
-    def expired(self, job: Job) -> None:
-        job.concluded = True
-        self._reporter.expired(job)
-
-    def interrupted(self, job: Job, by: str) -> None:
-        job.concluded = True
-        self._reporter.interrupted(job, by)
-
-    def duplicate(self, job: Job, reason: str) -> None:
-        job.concluded = True
-        self._reporter.duplicate(job, reason)
 
 
 class Played(Protocol):
@@ -139,7 +84,7 @@ class Job:
     """A request on its way. Each field is set at creation (`Final`) or has one writer:
     `schedule.py`, under its lock (seq, phase, plan, planned_at, played_chunks,
     interrupted_by, cancel, deliveries); the playback thread (started_at, utterance,
-    first_written_at, timing); `Concluding` (concluded)."""
+    first_written_at, timing); `Reporters` (concluded, listeners.py)."""
 
     request: Final[SayRequest]
     # To acknowledge once its fate is known. Replaced, never mutated (schedule.py): a
@@ -161,7 +106,7 @@ class Job:
     cancel: Final[threading.Event] = field(default_factory=threading.Event)
     # Received (the request's arrival), first audio, finished: time to first audio and RTF.
     timing: Final[Timing] = field(default_factory=Timing)
-    concluded: bool = False  # its final event is out (set by `Concluding`)
+    concluded: bool = False  # its final event is out (set by `Reporters`)
 
     def __post_init__(self) -> None:
         self.timing.received(self.request.received_at)

@@ -1,11 +1,12 @@
-"""More than one door hearing every request's fate: the daemon's MQTT reporter, and the
-HTTP server's request tracker (`GET /requests/{id}`).
+"""Who hears what became of each request: listeners with a no-op default for every event
+(mopidy's listener model), so a door's listener overrides only what it does differently;
+and `Reporters`, the one fan-out the engine reports through.
 
-A `Listener` has a no-op default for every event (mopidy's audio listener model), so a
-listener names only the events it wants. `Reporters` is the pipeline's `Reporter`
-(jobs.py): the primary reporter first, exactly as it was called alone (its exceptions
-reach the engine, as before), then each listener through one safe `send`, whose failure
-is logged and never reaches the engine or the other listeners.
+The primary listener (the daemon's MQTT reporter, `edge-ttsd say`'s one-shot reporter)
+hears each event first, exactly as if it were alone: its exceptions reach the engine,
+which handles them where it reports. Every other listener (the HTTP request tracker)
+hears it through one safe `send`, whose failure is logged and never reaches the engine
+or the other listeners.
 """
 
 from __future__ import annotations
@@ -13,81 +14,68 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from .jobs import Job, Reporter
+from .outcome import Event
 
 _LOGGER = logging.getLogger(__name__)
 
 
 class Listener:
-    """A reporter that ignores every event it does not override."""
+    """Hears every event; ignores those it does not override.
 
-    def queued(self, job: Job, position: int) -> None:
+    `on_event` is the one entry: by default it calls the kind's own method (`on_queued`
+    for a queued event, ...). A listener that treats every kind alike overrides
+    `on_event`; one that cares about a few kinds overrides their methods."""
+
+    def on_event(self, event: Event) -> None:
+        getattr(self, f"on_{event.kind.value}")(event)
+
+    def on_queued(self, event: Event) -> None:
         pass
 
-    def started(self, job: Job) -> None:
+    def on_started(self, event: Event) -> None:
         pass
 
-    def finished(self, job: Job) -> None:
+    def on_finished(self, event: Event) -> None:
         pass
 
-    def rejected(self, job: Job, reason: str) -> None:
+    def on_rejected(self, event: Event) -> None:
         pass
 
-    def expired(self, job: Job) -> None:
+    def on_expired(self, event: Event) -> None:
         pass
 
-    def interrupted(self, job: Job, by: str) -> None:
+    def on_interrupted(self, event: Event) -> None:
         pass
 
-    def duplicate(self, job: Job, reason: str) -> None:
+    def on_duplicate(self, event: Event) -> None:
         pass
 
-    def deferred(self, job: Job) -> None:
+    def on_deferred(self, event: Event) -> None:
         pass
 
 
 class Reporters:
-    """`primary`, then every listener, for each event."""
+    """The engine's way out for events: `primary`, then every listener.
 
-    def __init__(self, primary: Reporter, listeners: Sequence[Reporter]) -> None:
+    A final event marks its job concluded as it goes out (before any listener hears it),
+    so that `job.concluded` has one writer whichever door reports."""
+
+    def __init__(self, primary: Listener, listeners: Sequence[Listener] = ()) -> None:
         self.primary = primary
         self.listeners = tuple(listeners)
 
-    def queued(self, job: Job, position: int) -> None:
-        self.primary.queued(job, position)
-        self._send("queued", job, position)
-
-    def started(self, job: Job) -> None:
-        self.primary.started(job)
-        self._send("started", job)
-
-    def finished(self, job: Job) -> None:
-        self.primary.finished(job)
-        self._send("finished", job)
-
-    def rejected(self, job: Job, reason: str) -> None:
-        self.primary.rejected(job, reason)
-        self._send("rejected", job, reason)
-
-    def expired(self, job: Job) -> None:
-        self.primary.expired(job)
-        self._send("expired", job)
-
-    def interrupted(self, job: Job, by: str) -> None:
-        self.primary.interrupted(job, by)
-        self._send("interrupted", job, by)
-
-    def duplicate(self, job: Job, reason: str) -> None:
-        self.primary.duplicate(job, reason)
-        self._send("duplicate", job, reason)
-
-    def deferred(self, job: Job) -> None:
-        self.primary.deferred(job)
-        self._send("deferred", job)
-
-    def _send(self, event: str, job: Job, *args: object) -> None:
+    def report(self, event: Event) -> None:
+        if event.final:
+            event.job.concluded = True
+        self.primary.on_event(event)
         for listener in self.listeners:
-            try:
-                getattr(listener, event)(job, *args)
-            except Exception:
-                _LOGGER.exception("A listener failed on %s of %s", event, job.request.id)
+            self._send(listener, event)
+
+    @staticmethod
+    def _send(listener: Listener, event: Event) -> None:
+        try:
+            listener.on_event(event)
+        except Exception:
+            _LOGGER.exception(
+                "A listener failed on %s of %s", event.kind.value, event.job.request.id
+            )

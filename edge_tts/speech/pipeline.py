@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -20,18 +21,9 @@ from ..config import QueueSettings, SynthesisSettings
 from ..core.telemetry import Telemetry
 from ..text import EmptyTextError
 from .chunk_render import ChunkRenderer
-from .jobs import (
-    ChunkRun,
-    Concluding,
-    Job,
-    Planned,
-    PlanResult,
-    PlanTask,
-    Played,
-    Reporter,
-    StepTask,
-    Unspeakable,
-)
+from .jobs import ChunkRun, Job, Planned, PlanResult, PlanTask, Played, StepTask, Unspeakable
+from .listeners import Listener, Reporters
+from .outcome import Event, Kind
 from .playback import Playback, report_safely
 from .routing import Router
 from .schedule import Queued, QueueFull, Schedule, Twin
@@ -47,17 +39,20 @@ class Pipeline:
         *,
         output: AudioOutput,
         output_rate: int,
-        reporter: Reporter,
+        reporter: Listener,
         telemetry: Telemetry,
         played: Played,
         router: Router | None = None,
         cache: PhraseCache | None = None,
+        listeners: Sequence[Listener] = (),
     ):
+        """`reporter` hears every request's fate first (its failures are the engine's to
+        handle); `listeners` after it, each failure logged (listeners.py)."""
         self.synthesis = synthesis
         self.router = router or Router(synthesis)
         self.output = output
         self.output_rate = output_rate
-        self.reporter = Concluding(reporter)
+        self.reporter = Reporters(reporter, listeners)
         self.telemetry = telemetry
         self.played = played
         self.cache = cache
@@ -96,7 +91,7 @@ class Pipeline:
             thread.join(timeout)
         for job in unplayed:
             if not job.concluded:
-                report_safely(self.reporter.deferred, job)
+                report_safely(self.reporter, Event(Kind.DEFERRED, job))
 
     def alive(self) -> bool:
         return not self._stop.is_set() and all(t.is_alive() for t in self._threads)
@@ -116,7 +111,7 @@ class Pipeline:
         request = job.request
         if self._stop.is_set():
             # Unacknowledged, so the broker redelivers it after the restart.
-            self.reporter.deferred(job)
+            self.reporter.report(Event(Kind.DEFERRED, job))
             return
         if not request.dedupe:
             # A first delivery without a sender id: its key is topic + payload + packet id.
@@ -126,9 +121,10 @@ class Pipeline:
             self.played.discard(request.key)
         admission = self.schedule.enqueue(job, self.played)
         if isinstance(admission, Queued):
-            self.reporter.queued(job, admission.position)
+            self.reporter.report(Event(Kind.QUEUED, job, position=admission.position))
         elif isinstance(admission, QueueFull):
-            self.reporter.rejected(job, f"queue full ({self.schedule.size} requests waiting)")
+            reason = f"queue full ({self.schedule.size} requests waiting)"
+            self.reporter.report(Event(Kind.REJECTED, job, reason=reason))
         elif admission.twin is not Twin.PLAYED and request.redelivered:
             # The broker's copy of a request we hold (sent again after a reconnect): it is
             # acknowledged with it, and that one's final event answers both.
@@ -138,7 +134,7 @@ class Pipeline:
                 for delivery in job.deliveries:
                     delivery.ack()
         else:
-            self.reporter.duplicate(job, admission.twin.value)
+            self.reporter.report(Event(Kind.DUPLICATE, job, reason=admission.twin.value))
 
     def stop_playing(self, by: str) -> str | None:
         """Fade out what plays, as an interrupting request does; its sender gets

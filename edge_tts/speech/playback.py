@@ -12,14 +12,15 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
 
 import numpy as np
 
 from ..audio.output import AudioOutput, AudioUnavailableError, Utterance
 from ..core.telemetry import Telemetry
 from ..voice.model import release_free_memory
-from .jobs import ChunkRun, Concluding, Job, Played, Unspeakable
+from .jobs import ChunkRun, Job, Played, Unspeakable
+from .listeners import Reporters
+from .outcome import Event, Kind
 from .schedule import Schedule
 
 _LOGGER = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ class Playback:
         *,
         output: AudioOutput,
         output_rate: int,
-        reporter: Concluding,
+        reporter: Reporters,
         telemetry: Telemetry,
         played: Played,
     ) -> None:
@@ -61,9 +62,8 @@ class Playback:
                 _LOGGER.exception("Playback of %s failed", job.request.id)
                 self.telemetry.count("errors")
                 if not job.concluded:
-                    report_safely(
-                        self.reporter.rejected, job, f"internal error during playback: {err}"
-                    )
+                    reason = f"internal error during playback: {err}"
+                    report_safely(self.reporter, Event(Kind.REJECTED, job, reason=reason))
             finally:
                 idle = self.schedule.job_done()
             if idle and len(job.chunks or ()) > TRIM_AFTER_CHUNKS:
@@ -74,7 +74,7 @@ class Playback:
     def _play(self, job: Job) -> None:
         request = job.request
         if request.expired():
-            self.reporter.expired(job)
+            self.reporter.report(Event(Kind.EXPIRED, job))
             return
         job.started_at = time.monotonic()
         self.telemetry.observe("queue_wait_ms", (job.started_at - request.received_at) * 1000)
@@ -82,17 +82,18 @@ class Playback:
             # Interrupted before it was planned: no worker plans an interrupted job, so
             # waiting without the job's cancel event would wait for good.
             if job.interrupted_by and not self._stop.is_set():
-                self.reporter.interrupted(job, job.interrupted_by)
+                self.reporter.report(Event(Kind.INTERRUPTED, job, by=job.interrupted_by))
             return
         if isinstance(job.plan, Unspeakable):
-            self.reporter.rejected(job, job.plan.reason)
+            self.reporter.report(Event(Kind.REJECTED, job, reason=job.plan.reason))
             return
         job.utterance = Utterance(request_id=request.id, sample_rate=self.output_rate)
         try:
             self.output.begin(job.utterance)
             self._play_chunks(job)
         except AudioUnavailableError as err:  # at the start, or failing on the way
-            self.reporter.rejected(job, f"audio output unavailable: {err}")
+            reason = f"audio output unavailable: {err}"
+            self.reporter.report(Event(Kind.REJECTED, job, reason=reason))
 
     def _play_chunks(self, job: Job) -> None:
         assert job.chunks is not None
@@ -112,7 +113,7 @@ class Playback:
             if pcm is None:
                 return chunk.error is None and not job.cancel.is_set() and not self._stop.is_set()
             if job.timing.audio_seconds == 0.0:
-                self.reporter.started(job)
+                self.reporter.report(Event(Kind.STARTED, job))
                 job.first_written_at = time.monotonic()
             if not self.output.write(job.utterance, pcm, job.cancel):
                 return False
@@ -137,14 +138,15 @@ class Playback:
             # stop() says so (`deferred`).
             return
         if job.interrupted_by:
-            self.reporter.interrupted(job, job.interrupted_by)
+            self.reporter.report(Event(Kind.INTERRUPTED, job, by=job.interrupted_by))
         elif not done:
             failed = next((c.error for c in job.chunks if c.error), None)
-            self.reporter.rejected(job, failed or "audio output failed during playback")
+            reason = failed or "audio output failed during playback"
+            self.reporter.report(Event(Kind.REJECTED, job, reason=reason))
         else:
             # Remembered even without a sender id: a redelivered copy (DUP) then matches.
             self.played.add(job.request.key)
-            self.reporter.finished(job)
+            self.reporter.report(Event(Kind.FINISHED, job))
 
     def _wait(self, event: threading.Event, job: Job) -> bool:
         while not event.wait(_POLL_S):
@@ -165,9 +167,9 @@ def _stamp(job: Job) -> None:
     job.timing.finished()
 
 
-def report_safely(method: Callable[..., None], job: Job, *args: object) -> None:
+def report_safely(reporter: Reporters, event: Event) -> None:
     """Report from a place that must not raise (an error handler, shutdown)."""
     try:
-        method(job, *args)
+        reporter.report(event)
     except Exception:
-        _LOGGER.exception("Reporting the fate of %s failed", job.request.id)
+        _LOGGER.exception("Reporting the fate of %s failed", event.job.request.id)

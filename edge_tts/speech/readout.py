@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from ..audio.sounds import PlacedSound
 from ..text.document import Document
 from ..text.mandarin.pinyin_table import PINYIN
 from ..text.readings import readable
@@ -31,14 +32,21 @@ class ChunkReading:
     speed: float  # against the voice's own pace
     volume: float
     silence: tuple[float, float]
+    sounds: tuple[str, ...] = ()  # <audio>: "chime.wav (0.3 s) before" (_placed)
 
 
 def explain(
-    router: Router, voices: Voices, text: str | Document, voice: SpeechVoice, options: SpeechOptions
+    router: Router,
+    voices: Voices,
+    text: str | Document,
+    voice: SpeechVoice,
+    options: SpeechOptions,
+    notes: list[str] | None = None,
 ) -> list[ChunkReading]:
-    """The chunks of `text` as a request for `voice` would have them."""
+    """The chunks of `text` as a request for `voice` would have them; `notes` gets what
+    is read otherwise than written (Router.plan)."""
     readings = []
-    for chunk in router.plan(text, voice, options):
+    for chunk in router.plan(text, voice, options, notes=notes):
         length_scale = chunk.options.length_scale or chunk.voice.length_scale
         readings.append(
             ChunkReading(
@@ -51,9 +59,17 @@ def explain(
                 speed=chunk.voice.length_scale / length_scale,
                 volume=chunk.options.volume,
                 silence=chunk.silence,
+                sounds=tuple(map(_placed, chunk.sounds)),
             )
         )
     return readings
+
+
+def _placed(placed: PlacedSound) -> str:
+    """ "chime.wav (0.3 s) before", "chime.wav (0.3 s) 1 s into the silence after"."""
+    sound, side = placed.sound, "after" if placed.after else "before"
+    where = f"{placed.at:g} s into the silence {side}" if placed.at else side
+    return f"{sound.name} ({sound.seconds:.2g} s) {where}"
 
 
 def said(voice: SpeechVoice, text: str) -> str:

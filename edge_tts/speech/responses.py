@@ -24,13 +24,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..cache.planned import PlannedChunk
 from ..cache.serving import PhraseCache
 from ..config import SynthesisSettings, TextSettings
 from ..text import EmptyTextError
 from ..text.document import Document
 from ..text.lexicon import Lexicon
 from ..voice.base import SpeechOptions, SpeechVoice, Tuning
-from ..voice.planned import PlannedChunk
 from ..voice.registry import Voices
 from .audio_stream import Emit, Failed, Finished
 from .chunk_render import ChunkRenderer, ChunkStats

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..audio.dsp import Resampler, to_pcm16, trim_leading_silence, trim_trailing_silence
 from ..audio.pause_gate import PauseGate
+from ..audio.sounds import PlacedSound, Sound
 from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.chunk_audio import voice_audio
 
@@ -30,6 +31,7 @@ def render(
     *,
     silence: tuple[float, float] = (0.0, 0.0),
     breaks: tuple[bool, bool] = (False, False),
+    sounds: tuple[PlacedSound, ...] = (),
 ) -> Iterator[np.ndarray]:
     """One normalized text chunk → int16 pieces at `rate` (default: the voice's).
 
@@ -40,12 +42,34 @@ def render(
     resampling and int16 with the request's volume. `silence` is exact silence before
     and after the speech, in seconds (SSML's breaks: the chunk's `silence`). Where a
     break stands (`breaks`: before, after), it is the pause: the voice's own silence at
-    that end of the chunk is trimmed, so a 1 s break is 1 s between the words.
+    that end of the chunk is trimmed, so a 1 s break is 1 s between the words. `sounds`
+    (SSML's <audio>) play inside that silence, where they stood among the breaks.
     """
     rate = rate or voice.sample_rate
-    yield from _silence(silence[0], rate)
+    yield from _gap(silence[0], [s for s in sounds if not s.after], rate, options.volume)
     yield from _speech(voice, text, options, (first, breaks), rate, audio)
-    yield from _silence(silence[1], rate)
+    yield from _gap(silence[1], [s for s in sounds if s.after], rate, options.volume)
+
+
+def _gap(
+    seconds: float, sounds: list[PlacedSound], rate: int, volume: float
+) -> Iterator[np.ndarray]:
+    """`seconds` of silence with `sounds` played in it, each at its place."""
+    done = 0.0
+    for placed in sorted(sounds, key=lambda p: p.at):
+        yield from _silence(placed.at - done, rate)
+        done = placed.at
+        yield from _sound(placed.sound, rate, volume)
+    yield from _silence(seconds - done, rate)
+
+
+def _sound(sound: Sound, rate: int, volume: float) -> Iterator[np.ndarray]:
+    """A sound at `rate` (soxr, as a voice at another rate is), in pieces no longer than
+    speech's, at the request's volume."""
+    resampler = Resampler(sound.rate, rate)
+    converted = np.concatenate([resampler(sound.samples), resampler.flush()])
+    for start in range(0, converted.size, _SILENCE_PIECE):
+        yield to_pcm16(converted[start : start + _SILENCE_PIECE], volume)
 
 
 def _silence(seconds: float, rate: int) -> Iterator[np.ndarray]:

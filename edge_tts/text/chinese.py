@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Final
 
 from edge_tts.text import chinese_numbers as num
-from edge_tts.text.clean import tidy
+from edge_tts.text.clean import UNIT_JOINER, joined_characters, tidy
 
 Replacement = str | Callable[[re.Match[str]], str]
 Rule = tuple[re.Pattern[str], Replacement]
@@ -72,6 +72,25 @@ def _numeric_date(match: re.Match[str]) -> str:
     return _date(match["y"], match["m"], match["d"])
 
 
+def _unit(read: Replacement) -> Callable[[re.Match[str]], str]:
+    """A rule that reads one unit (a number, a date, an amount): its characters joined,
+    so no chunk is cut inside it ("负一千 | 二百三十四")."""
+    if isinstance(read, str):
+        return lambda match: joined_characters(read) + UNIT_JOINER  # 负, 零下: the number's
+    return lambda match: joined_characters(read(match))
+
+
+def _date_part(read: Callable[[re.Match[str]], str], after: str) -> Callable[[re.Match[str]], str]:
+    """2026年11月3日: each number joined to its 年/月/日, and to the part before it."""
+
+    def joined(match: re.Match[str]) -> str:
+        before = match.string[match.start() - 1 : match.start()]
+        lead = UNIT_JOINER if after and before == after else ""
+        return lead + joined_characters(read(match)) + UNIT_JOINER
+
+    return joined
+
+
 def _clock(match: re.Match[str]) -> str:
     hour = "两" if match["h"].lstrip("0") == "2" else num.cardinal(match["h"])
     minute, second = match["m"], match["s"]
@@ -109,7 +128,8 @@ _DOTTED: Final = re.compile(r"(?<![\d.])\d++(?:\.\d++){2,}+(?![\d.])")
 
 def _code(match: re.Match[str]) -> str:
     groups = match.groupdict()
-    return (groups.get("lead") or "") + num.digits(groups.get("code") or match.group(), yao=True)
+    code = num.digits(groups.get("code") or match.group(), yao=True)
+    return (groups.get("lead") or "") + joined_characters(code)
 
 
 def _dotted(match: re.Match[str]) -> str:
@@ -208,7 +228,7 @@ _NOT_COUNTED: Final = ("年级", "分之")
 
 
 def _is_counted(text: str, end: int) -> bool:
-    after = text[end : end + 3].lstrip(" ")
+    after = text[end : end + 6].replace(UNIT_JOINER, "").lstrip(" ")
     if after.startswith(_NOT_COUNTED):
         return False
     return bool(after) and (after[0] in _MEASURE_WORDS[0] or after.startswith(_MEASURE_WORDS[1]))
@@ -239,13 +259,13 @@ _SYMBOLS: Final[tuple[Rule, ...]] = (
 _SPACE_IN_HAN: Final = re.compile(rf"(?<=[{_HAN}]) (?=[{_HAN}])")
 
 _RULES: Final[tuple[Rule, ...]] = (
-    (_NUMERIC_DATE, _numeric_date),
-    (_YEAR, lambda m: num.digits(m["y"])),
-    (_MONTH, lambda m: num.cardinal(m["n"])),
-    (_DAY, lambda m: num.cardinal(m["n"])),
-    (_CLOCK, _clock),
+    (_NUMERIC_DATE, _unit(_numeric_date)),
+    (_YEAR, _date_part(lambda m: num.digits(m["y"]), "")),
+    (_MONTH, _date_part(lambda m: num.cardinal(m["n"]), "年")),
+    (_DAY, _date_part(lambda m: num.cardinal(m["n"]), "月")),
+    (_CLOCK, _unit(_clock)),
     (_CLOCK_OR_DATE_RANGE, "到"),
-    (_DOTTED, _dotted),
+    (_DOTTED, _unit(_dotted)),
     *_SYMBOLS,
     (_AFTER_CODE_WORD, _code),
     (_DASHED_PHONE, _code),
@@ -254,17 +274,17 @@ _RULES: Final[tuple[Rule, ...]] = (
     (_TOO_LONG, _code),
     (_LEADING_ZERO, _code),
     (_RATIO, "比"),
-    (_YUAN_BEFORE, _yuan),
-    (_YUAN_AFTER, _yuan),
-    (_FOREIGN, _foreign),
-    (_TEMPERATURE_MINUS, "零下"),
+    (_YUAN_BEFORE, _unit(_yuan)),
+    (_YUAN_AFTER, _unit(_yuan)),
+    (_FOREIGN, _unit(_foreign)),
+    (_TEMPERATURE_MINUS, _unit("零下")),
     (_NUMBER_RANGE_PERCENT, _percent_range),
     (_RANGE, "到"),
-    (_PERCENT, _percent),
-    (_FRACTION, _fraction),
-    (_UNIT, lambda m: _UNITS[m["unit"]]),
-    (_NEGATIVE, "负"),
-    (re.compile(_NUM), _plain_number),
+    (_PERCENT, _unit(_percent)),
+    (_FRACTION, _unit(_fraction)),
+    (_UNIT, lambda m: UNIT_JOINER + joined_characters(_UNITS[m["unit"]])),  # the number's
+    (_NEGATIVE, _unit("负")),
+    (re.compile(_NUM), _unit(_plain_number)),
     (_SPACE_IN_HAN, ""),
 )
 

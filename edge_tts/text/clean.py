@@ -147,13 +147,24 @@ def _collapse_punctuation(match: re.Match[str]) -> str:
 UNIT_JOINER: Final = "\u2060"  # WORD JOINER
 
 
+# Chinese has no spaces: a unit's characters are joined one to the next, and the joiner
+# between two of them stands for nothing (not for a space), in length as in the chunks.
+_HAN: Final = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
+HAN_JOINER: Final = re.compile(f"(?<=[{_HAN}]){UNIT_JOINER}(?=[{_HAN}])")
+
+
 def joined(words: str) -> str:
     """The words of one normalized unit, joined so no cut falls between them."""
     return words.replace(" ", UNIT_JOINER)
 
 
+def joined_characters(characters: str) -> str:
+    """A Chinese unit ("一千二百"), each character joined to the next."""
+    return UNIT_JOINER.join(characters)
+
+
 def unjoined(text: str) -> str:
-    return text.replace(UNIT_JOINER, " ")
+    return HAN_JOINER.sub("", text).replace(UNIT_JOINER, " ")
 
 
 _CLOSERS: Final = "\"')]"

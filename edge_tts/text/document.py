@@ -1,8 +1,9 @@
 """A text with instructions for reading it: what SSML parses into (ssml.py) and the lexicon
 rewrites (lexicon.py), and what the router turns into chunks (speech/routing.py).
 
-A `Document` is a sequence of `Span`s, pieces of text each with how to read them, and
-`Break`s, exact silences. A plain text is one span with no instructions.
+A `Document` is a sequence of `Span`s, pieces of text each with how to read them,
+`Break`s, exact silences, and `Audio`, a sound (or the text read instead). A plain text
+is one span with no instructions.
 """
 
 from __future__ import annotations
@@ -42,12 +43,17 @@ SAY_AS_KINDS: Final = (
 class Style:
     """How a span is read besides its words. `voice` (a configured voice's name) or
     `language` force who reads it, else the router goes by its writing system; `rate`
-    multiplies the request's speed, `volume` its gain."""
+    multiplies the request's speed, `volume` its gain. `languages` and `gender` are a
+    <voice>'s wishes (routing.py)."""
 
     language: str | None = None
     voice: str | None = None
     rate: float = 1.0
     volume: float = 1.0
+    # <voice languages="zh-CN en-US" gender="female">: the languages after `language`,
+    # tried in order where no voice speaks it; the voice of that gender among them.
+    languages: tuple[str, ...] = ()
+    gender: str | None = None
 
 
 PLAIN: Final = Style()
@@ -83,7 +89,17 @@ class Break:
     where: str = field(default="", compare=False, repr=False)
 
 
-Piece = Span | Break
+@dataclass(frozen=True)
+class Audio:
+    """SSML's `<audio src>`: the sound `src` names in the sounds directory (text.sounds_dir)
+    when there is one, else its `fallback` content is read (the router decides)."""
+
+    src: str
+    fallback: tuple[Span | Break, ...] = ()
+    where: str = field(default="", compare=False, repr=False)
+
+
+Piece = Span | Break | Audio
 Document = tuple[Piece, ...]
 
 

@@ -6,7 +6,7 @@ from typing import Final
 from edge_tts.text.clean import clean, is_speakable, tidy, unjoined
 from edge_tts.text.languages import chunk_limit, expander_for
 from edge_tts.text.scripts import check_scripts
-from edge_tts.text.split import split_long, split_sentences
+from edge_tts.text.split import split_long, split_sentences, visible_length
 
 
 class EmptyTextError(ValueError):
@@ -58,7 +58,7 @@ def _speakable(chunks: list[str]) -> list[str]:
 
 def _shorten_first(chunks: list[str], first_chunk_chars: int, max_chunk_chars: int) -> list[str]:
     """Cut the first chunk at a clause boundary so the first audio starts sooner."""
-    if len(chunks[0]) <= first_chunk_chars:
+    if visible_length(chunks[0]) <= first_chunk_chars:
         return chunks
     first = chunks[0]
     head = _speakable(split_long(first, first_chunk_chars))[0]

@@ -67,8 +67,10 @@ def reading(alphabet: str, phonemes: str) -> Reading:
         raise ValueError("holds control or private-use characters")
     if alphabet == "ipa":
         # A tie bar (t͡ʃ, d͡ʒ) joins two symbols; espeak-ng's IPA, which the voices read,
-        # writes the pair without one.
-        return Reading("ipa", phonemes.replace("\u0361", "").replace("\u035c", ""))
+        # writes the pair without one. An ASCII colon is a length mark there, never a
+        # pause (the voices read ":" as punctuation).
+        untied = phonemes.replace("\u0361", "").replace("\u035c", "")
+        return Reading("ipa", untied.replace(":", "ː"))
     phonemes = phonemes.lower()
     wrong = [s for s in phonemes.split() if not _PINYIN.fullmatch(s.replace("v", "ü"))]
     if wrong:
@@ -77,6 +79,30 @@ def reading(alphabet: str, phonemes: str) -> Reading:
             "(5: neutral), e.g. chong2"
         )
     return Reading("x-pinyin", phonemes)
+
+
+# What vendors' IPA writes for a symbol espeak-ng's IPA (the voices') writes otherwise:
+# ASCII g for the IPA ɡ, the ligatures for the pairs, r-coloured vowels as espeak spells
+# them. Tried only where the voice lacks what was written.
+IPA_EQUIVALENTS: Final = (
+    ("g", "ɡ"),
+    ("ʧ", "tʃ"),
+    ("ʤ", "dʒ"),
+    ("ʦ", "ts"),
+    ("ʣ", "dz"),
+    ("ɝ", "ɜː"),
+    ("\u02d0\u02d0", "\u02d0"),
+)
+
+
+def equivalent(reading: Reading) -> Reading:
+    """An IPA reading with vendors' symbols as espeak-ng writes them (itself if none)."""
+    if reading.alphabet != "ipa":
+        return reading
+    phonemes = reading.phonemes
+    for written, espeak in IPA_EQUIVALENTS:
+        phonemes = phonemes.replace(written, espeak)
+    return Reading("ipa", phonemes)
 
 
 def has_readings(text: str) -> bool:

@@ -13,7 +13,7 @@ import re
 import unicodedata
 from typing import Final
 
-from edge_tts.text.clean import is_speakable
+from edge_tts.text.clean import HAN_JOINER, UNIT_JOINER, is_speakable
 
 # A run of terminators plus closing quotes/brackets, followed by a space or the end. The
 # lookbehind stops a match starting inside a run, keeping long "!!!!..." input linear.
@@ -167,12 +167,18 @@ def _pieces(text: str, split_point: re.Pattern[str]) -> list[str]:
     return pieces
 
 
+def visible_length(text: str) -> int:
+    """Its length in the chunk it ends up in: a joiner inside a Chinese unit is nothing
+    there (clean.unjoined), one between English words a space."""
+    return len(text) - len(HAN_JOINER.findall(text))
+
+
 def _greedy(pieces: list[str], width: int) -> list[str]:
     """Join neighbouring pieces while the result, without its trailing separator, fits."""
     packed: list[str] = []
     current = ""
     for piece in pieces:
-        if current and len(current) + len(piece.rstrip(" ")) <= width:
+        if current and visible_length(current) + visible_length(piece.rstrip(" ")) <= width:
             current += piece
             continue
         if current:
@@ -215,11 +221,8 @@ def _cut_word(word: str, max_chars: int) -> list[str]:
     """A run without spaces ("1-1-1-...", Chinese text): cut after an in-word mark in the
     second half of the limit, else at the limit, never before a combining mark."""
     pieces: list[str] = []
-    while len(word) > max_chars:
-        marks = [m.end() for m in _UNIT_BREAK.finditer(word, max_chars // 2, max_chars)] or [
-            m.end() for m in _IN_WORD_BREAK.finditer(word, max_chars // 2, max_chars)
-        ]
-        cut = marks[-1] if marks else max_chars
+    while visible_length(word) > max_chars:
+        cut = _cut_in(word, max_chars) if _CJK_CHAR.search(word) else _cut_latin(word, max_chars)
         while cut > 1 and unicodedata.combining(word[cut]):
             cut -= 1
         pieces.append(word[:cut])
@@ -227,8 +230,38 @@ def _cut_word(word: str, max_chars: int) -> list[str]:
     return [*pieces, word] if word else pieces
 
 
+def _cut_latin(word: str, max_chars: int) -> int:
+    """Between the words of a unit, else after an in-word mark, else at the limit."""
+    marks = [m.end() for m in _UNIT_BREAK.finditer(word, max_chars // 2, max_chars)] or [
+        m.end() for m in _IN_WORD_BREAK.finditer(word, max_chars // 2, max_chars)
+    ]
+    return marks[-1] if marks else max_chars
+
+
+def _cut_in(word: str, max_chars: int) -> int:
+    """Chinese: after an in-word mark in the second half of the limit, else between two
+    characters there, else anywhere before it, never inside a unit (its characters
+    joined: a number, a date) unless the unit alone is longer than a chunk."""
+    hidden = {m.start() for m in HAN_JOINER.finditer(word)}
+    limit, half, seen = len(word), 1, 0
+    for index in range(len(word)):
+        seen += index not in hidden
+        if seen == max_chars // 2 + 1 and half == 1:
+            half = index
+        if seen > max_chars:
+            limit = index
+            break
+    cuts = range(limit, 0, -1)
+    inside = {i for i in cuts if i - 1 in hidden or i in hidden or word[i - 1] == UNIT_JOINER}
+    outside = [i for i in cuts if i not in inside]
+    late = [i for i in outside if i >= half]
+    marked = [i for i in late if _IN_WORD_BREAK.match(word, i - 1)]
+    joined = [i for i in cuts if i - 1 in hidden]
+    return next(iter(marked or late or outside or joined), limit)
+
+
 def _split(text: str, max_chars: int, level: int) -> list[str]:
-    if len(text) <= max_chars:
+    if visible_length(text) <= max_chars:
         return [text]
     if level == len(_LEVELS):
         return _cut_word(text, max_chars)

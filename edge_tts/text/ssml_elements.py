@@ -10,10 +10,11 @@ from typing import Final, NoReturn
 
 from . import say_as as say_as_text
 from . import ssml_values as values
-from .document import SAY_AS_KINDS, Break, Piece, SayAs, Span, Style
+from .document import SAY_AS_KINDS, Audio, Break, Piece, SayAs, Span, Style
 from .readings import ALPHABETS, Reading, reading
 from .xsampa import to_ipa
 
+GENDERS: Final = ("female", "male", "neutral")  # config.sections.GENDERS: text cannot import it
 _LANGUAGE: Final = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*")
 _TERMINATOR: Final = re.compile(r"[.!?;。！？；][\"')\]”’」』]*\s*$")
 
@@ -76,19 +77,29 @@ class Elements:
         language = frame.attrs["xml:lang"].strip()
         if not _LANGUAGE.fullmatch(language):
             self._fail(f"xml:lang {language!r} is not a language tag (en-US, zh-CN)", frame.where)
-        frame.style = replace(frame.style, language=language, voice=None)
+        frame.style = replace(frame.style, language=language, voice=None, languages=())
 
     def _voice(self, frame: Frame) -> None:
         """A voice by name (one not configured here: the router picks, by the language
-        its name starts with or the text's writing system), or by language; gender, age
-        and variant choose nothing: there is no such data on our voices."""
-        self._attributes(frame, ("name", "languages", "xml:lang"))
+        its name starts with or the text's writing system), or by its languages (the
+        first one a voice speaks) and gender (voices.*.gender); age and variant choose
+        nothing: there is no such data on our voices. The router says which wins."""
+        self._attributes(frame, ("name", "languages", "xml:lang", "gender"))
         name = frame.attrs.get("name", "").strip()
-        languages = (frame.attrs.get("languages") or frame.attrs.get("xml:lang") or "").split()
+        spoken = (frame.attrs.get("languages") or frame.attrs.get("xml:lang") or "").split()
+        languages = tuple(code for code in spoken if _LANGUAGE.fullmatch(code))
+        gender = frame.attrs.get("gender", "").strip().lower() or None
+        if gender not in (None, *GENDERS):
+            self._note(frame, f"voice gender {gender!r} is not female, male or neutral: ignored")
+            gender = None
         if name:
-            frame.style = replace(frame.style, voice=name, language=None)
-        elif languages and _LANGUAGE.fullmatch(languages[0]):
-            frame.style = replace(frame.style, language=languages[0], voice=None)
+            frame.style = replace(frame.style, voice=name, language=None, languages=())
+        elif languages:
+            frame.style = replace(
+                frame.style, language=languages[0], languages=languages[1:], voice=None
+            )
+        if gender is not None:
+            frame.style = replace(frame.style, gender=gender)
 
     def _prosody(self, frame: Frame) -> None:
         self._attributes(frame, ("rate", "volume"))  # pitch, range, contour, duration: noted
@@ -134,8 +145,11 @@ class Elements:
         frame.style = replace(style, rate=style.rate * rate, volume=style.volume * volume)
 
     def _audio(self, frame: Frame) -> None:
-        frame.ignored = True
-        self._note(frame, "<audio> is never fetched: its fallback content is read")
+        """A sound from the sounds directory, or its content (the router decides)."""
+        self._attributes(frame, ("src",))  # clipBegin, soundLevel, repeatCount...: noted
+        if not frame.attrs.get("src", "").strip():
+            frame.ignored = True
+            self._note(frame, "<audio> without a src: its content is read")
 
     def _break(self, frame: Frame) -> None:
         self._attributes(frame, ("time", "strength"))
@@ -217,6 +231,15 @@ class Elements:
         except ValueError as err:
             self._fail(f"phoneme ph {err}", frame.where)
 
+    def _end_audio(self, frame: Frame) -> None:
+        """The pieces since its start become its fallback; an <audio> inside it is read
+        as its own fallback (a sound instead of a sound is not worth the rules)."""
+        fallback: list[Span | Break] = []
+        for piece in self._pieces[frame.first_piece :]:
+            fallback.extend(piece.fallback if isinstance(piece, Audio) else (piece,))
+        del self._pieces[frame.first_piece :]
+        self._pieces.append(Audio(frame.attrs["src"].strip(), tuple(fallback), frame.where))
+
     def _end_sentence(self, frame: Frame) -> None:
         """<p> and <s> end a sentence: a period where their text ends without a mark, and
         a space, so that the next one starts a word."""
@@ -253,6 +276,7 @@ ENDS: Final[Mapping[str, _Handler]] = {
     "say-as": Elements._end_say_as,
     "sub": Elements._end_sub,
     "phoneme": Elements._end_phoneme,
+    "audio": Elements._end_audio,
     "p": Elements._end_sentence,
     "s": Elements._end_sentence,
 }

@@ -71,6 +71,21 @@ class Voices:
         candidates = [self.default, *self._voices.values()]
         return next((v for v in candidates if primary_language(v.language) == code), None)
 
+    def by_gender(self, language: str, gender: str) -> SpeechVoice | None:
+        """A voice of `language` whose configured gender is `gender`: one of its very
+        region first (en-GB), then the language's own voice, the default, the others in
+        order; None: none is."""
+        code = primary_language(language)
+        usual = self.for_language(language)
+        candidates = [*([usual] if usual else []), self.default, *self._voices.values()]
+        fitting = [
+            v
+            for v in candidates
+            if primary_language(v.language) == code and self.settings_for(v).gender == gender
+        ]
+        exact = [v for v in fitting if _region(v.language) == _region(language)]
+        return next(iter(exact or fitting), None)
+
     def choose(self, name: str | None, language: str | None) -> SpeechVoice:
         """The voice named, or the one for `language`, or the default; UnknownVoiceError
         for an unknown name or a language no voice speaks."""
@@ -117,6 +132,11 @@ class Voices:
 
     def all(self) -> Mapping[str, SpeechVoice]:
         return self._voices
+
+
+def _region(language: str) -> str:
+    """ "en_GB" / "en-gb" -> "en-gb"."""
+    return language.strip().replace("_", "-").lower()
 
 
 def open_voice(

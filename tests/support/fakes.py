@@ -13,7 +13,9 @@ from edge_tts.audio.dsp import Shaper, fade_out_gain, ms_to_frames
 from edge_tts.audio.output import AudioUnavailableError, Utterance, check_rate
 from edge_tts.config import AudioSettings
 from edge_tts.messages.events import EventKind
-from edge_tts.speech.jobs import Delivery, Job
+from edge_tts.speech.jobs import Delivery
+from edge_tts.speech.listeners import Listener
+from edge_tts.speech.outcome import Event
 from edge_tts.voice import files
 from edge_tts.voice.base import BuildInfo, SpeechVoice, SynthesisParams
 from edge_tts.voice.model import load_config
@@ -200,46 +202,25 @@ class FakeDelivery:
     def ack(self) -> None: ...
 
 
-class FakeReporter:
-    """The pipeline's `Reporter` (edge_tts/speech/jobs.py): records every event, acks the finals."""
+class FakeReporter(Listener):
+    """The pipeline's reporter (edge_tts/speech/listeners.py): records every event, acks
+    the finals."""
 
     def __init__(self) -> None:
         self.events: list[tuple[EventKind, str, str]] = []  # (kind, id, detail)
         self.acked: list[Delivery] = []
         self._cond = threading.Condition()
 
-    def _add(self, kind: EventKind, job: Job, detail: str = "", final: bool = True) -> None:
+    def on_event(self, event: Event) -> None:
+        detail = event.reason or event.by or ("" if event.position is None else str(event.position))
+        job = event.job
         with self._cond:
-            self.events.append((kind, job.request.id, detail))
-            if final:
+            self.events.append((event.kind.value, job.request.id, detail))
+            if event.final:
                 for delivery in job.deliveries:
                     delivery.ack()
                 self.acked.extend(job.deliveries)
             self._cond.notify_all()
-
-    def queued(self, job: Job, position: int) -> None:
-        self._add("queued", job, str(position), final=False)
-
-    def started(self, job: Job) -> None:
-        self._add("started", job, final=False)
-
-    def finished(self, job: Job) -> None:
-        self._add("finished", job)
-
-    def rejected(self, job: Job, reason: str) -> None:
-        self._add("rejected", job, reason)
-
-    def expired(self, job: Job) -> None:
-        self._add("expired", job)
-
-    def interrupted(self, job: Job, by: str) -> None:
-        self._add("interrupted", job, by)
-
-    def duplicate(self, job: Job, reason: str) -> None:
-        self._add("duplicate", job, reason)
-
-    def deferred(self, job: Job) -> None:
-        self._add("deferred", job, final=False)
 
     def of(self, kind: EventKind) -> list[str]:
         with self._cond:

@@ -1,4 +1,5 @@
-"""`edge-ttsd say`: one request through the daemon's pipeline and audio outputs.
+"""`edge-ttsd say`'s door: one request through the daemon's pipeline and audio outputs
+(cli/say.py is its command line).
 
 The same `Pipeline` and outputs as the daemon, so there is one playback behaviour to
 test: the first chunk plays while the rest is synthesized, with the same scheduling,
@@ -16,14 +17,15 @@ from ..audio.output import AudioOutput
 from ..config import QueueSettings, SynthesisSettings
 from ..core.lifecycle import Part, Parts, nothing
 from ..core.telemetry import Telemetry
-from ..messages.events import FinalKind
-from ..messages.request import SayRequest
+from ..messages.request import Origin, SayRequest
+from ..speech import FIGURES
+from ..speech.jobs import Job
+from ..speech.listeners import Listener
+from ..speech.outcome import EXPIRED_REASON, Event, Kind
+from ..speech.pipeline import Pipeline
+from ..speech.routing import Router
 from ..text.document import Document
 from ..voice.base import SpeechOptions, SpeechVoice
-from . import FIGURES
-from .jobs import Job
-from .pipeline import Pipeline
-from .routing import Router
 
 STOP_TIMEOUT_S = 5.0
 _REQUEST_ID = "say"
@@ -52,40 +54,30 @@ class SayReport:
         )
 
 
-class OneShotReporter:
-    """The pipeline's `Reporter` (jobs.py) for one local request: no events, nothing to
-    acknowledge; the request's final event wakes `wait()`."""
+class OneShotReporter(Listener):
+    """The pipeline's reporter (listeners.py) for one local request: no events, nothing
+    to acknowledge; the request's final event wakes `wait()`."""
 
     def __init__(self) -> None:
-        self.outcome: FinalKind | None = None
+        self.outcome: Kind | None = None
         self.reason: str | None = None
         self._done = threading.Event()
 
     def wait(self) -> None:
         self._done.wait()
 
-    def _conclude(self, job: Job, outcome: FinalKind, reason: str | None = None) -> None:
-        self.outcome, self.reason = outcome, reason
+    def on_event(self, event: Event) -> None:
+        # Queued and started say nothing here; deferred comes only when we stop the pipeline.
+        if not event.final:
+            return
+        self.outcome = event.kind
+        if event.kind is Kind.EXPIRED:
+            self.reason = EXPIRED_REASON
+        elif event.kind is Kind.INTERRUPTED:
+            self.reason = f"interrupted by {event.by}"
+        else:
+            self.reason = event.reason
         self._done.set()
-
-    def queued(self, job: Job, position: int) -> None: ...
-    def started(self, job: Job) -> None: ...
-    def deferred(self, job: Job) -> None: ...  # not final: only when we stop the pipeline
-
-    def finished(self, job: Job) -> None:
-        self._conclude(job, "finished")
-
-    def rejected(self, job: Job, reason: str) -> None:
-        self._conclude(job, "rejected", reason)
-
-    def expired(self, job: Job) -> None:
-        self._conclude(job, "expired", "expired before it could be played")
-
-    def interrupted(self, job: Job, by: str) -> None:
-        self._conclude(job, "interrupted", f"interrupted by {by}")
-
-    def duplicate(self, job: Job, reason: str) -> None:
-        self._conclude(job, "duplicate", reason)
 
 
 def say(
@@ -103,7 +95,9 @@ def say(
     model), ValueError for text that cannot be spoken (nothing speakable, an unknown
     speaker), SayFailed otherwise."""
     # Received now: "first audio" counts the model load, as a user waits for it too.
-    request = SayRequest(id=_REQUEST_ID, text=text, key=_REQUEST_ID, document=document)
+    request = SayRequest(
+        id=_REQUEST_ID, text=text, key=_REQUEST_ID, origin=Origin(door="say"), document=document
+    )
     job = Job(request, [], voice, options)
     reporter = OneShotReporter()
     pipeline = Pipeline(

@@ -1,12 +1,13 @@
 """A planned chunk: what the router (speech/routing.py) makes of a text, one value per
-chunk, and what the phrase cache keys on (cache/key.py). Frozen: the engine's runtime
-state of a chunk (its pieces, its timings) is kept apart, by whoever renders it."""
+chunk, and what the phrase cache keys on (key.py). Frozen: the engine's runtime state of
+a chunk (its pieces, its timings) is kept apart, by whoever renders it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import SpeechOptions, SpeechVoice
+from ..audio.sounds import PlacedSound
+from ..voice.base import SpeechOptions, SpeechVoice
 
 
 @dataclass(frozen=True)
@@ -21,10 +22,4 @@ class PlannedChunk:
     # Whether a break stands before / after it: then the break is the pause there, and the
     # voice's own silence at that end is trimmed (speech/synthesis.render).
     breaks: tuple[bool, bool] = (False, False)
-
-    def with_silence_after(self, seconds: float) -> PlannedChunk:
-        """The chunk with a break after it (its silence added to any there is)."""
-        before, already = self.silence
-        return PlannedChunk(
-            self.text, self.voice, self.options, (before, already + seconds), (self.breaks[0], True)
-        )
+    sounds: tuple[PlacedSound, ...] = ()  # SSML's <audio> beside it (speech/gaps.py)
