@@ -19,6 +19,7 @@ import pytest
 
 from edge_tts.cache import serving
 from edge_tts.cache.key import ChunkInput, ChunkKey
+from edge_tts.cache.planned import PlannedChunk
 from edge_tts.cache.store import CacheStore
 from edge_tts.config import (
     ConfigError,
@@ -73,7 +74,7 @@ def spoken(
     cache: serving.PhraseCache, voice: FakeVoice, options: SpeechOptions = OPTIONS
 ) -> tuple[np.ndarray, bool]:
     """One chunk as the pipeline plays it: int16 after the cache and render()."""
-    audio = cache.audio(voice, TEXT, options, first=True)
+    audio = cache.audio(PlannedChunk(TEXT, voice, options), first=True)
     try:
         pcm = list(render(voice, TEXT, options, True, None, audio))
     finally:
@@ -135,21 +136,21 @@ def test_the_best_builds_entry_is_preferred(
 ) -> None:
     voice = fake_voice()
     monkeypatch.setattr(serving, "best_build_sha256", lambda v: "b" * 64)
-    chunk = ChunkInput.of(voice, TEXT, OPTIONS)
+    chunk = ChunkInput.of(PlannedChunk(TEXT, voice, OPTIONS))
     cache.store.put(chunk.key(), np.full(5000, 0.1, np.float32))
     cache.store.put(chunk.key("b" * 64), np.full(5000, 0.2, np.float32))
-    audio = cache.audio(voice, TEXT, OPTIONS, first=False)
+    audio = cache.audio(PlannedChunk(TEXT, voice, OPTIONS), first=False)
     assert audio.cached and np.allclose(np.concatenate(list(audio)), 0.2)
 
 
 def two_at_once(cache: serving.PhraseCache, voice: FakeVoice, close_first: bool) -> bool:
     """Two workers want the same chunk; the first owns its synthesis. Whether the second
     was served without synthesis."""
-    first = cache.audio(voice, TEXT, OPTIONS, first=True)
+    first = cache.audio(PlannedChunk(TEXT, voice, OPTIONS), first=True)
     assert not first.cached
     second: list[serving.ChunkAudio] = []
     waiter = threading.Thread(
-        target=lambda: second.append(cache.audio(voice, TEXT, OPTIONS, first=False))
+        target=lambda: second.append(cache.audio(PlannedChunk(TEXT, voice, OPTIONS), first=False))
     )
     waiter.start()
     if close_first:
@@ -321,7 +322,9 @@ def test_the_fp32_build_loads_in_the_starting_thread_and_is_dropped_after_the_pa
 
 
 def pre_key(voice: FakeVoice) -> ChunkKey:
-    return ChunkInput.of(voice, TEXT, SpeechOptions(length_scale=1.0, volume=1.0)).key()
+    return ChunkInput.of(
+        PlannedChunk(TEXT, voice, SpeechOptions(length_scale=1.0, volume=1.0))
+    ).key()
 
 
 def say(text: str, **fields: object) -> SayRequest:

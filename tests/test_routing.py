@@ -7,10 +7,11 @@ from collections.abc import Mapping
 
 import pytest
 
+from edge_tts.cache.planned import PlannedChunk
 from edge_tts.config import SynthesisSettings, settings_from_mapping
 from edge_tts.messages.request import SayRequest
 from edge_tts.mqtt.envelope import Envelope, parse_say
-from edge_tts.speech.jobs import Chunk, job_for
+from edge_tts.speech.jobs import job_for
 from edge_tts.speech.routing import Router
 from edge_tts.text import UnsupportedScriptError
 from edge_tts.voice.registry import UnknownVoiceError, Voices
@@ -45,7 +46,7 @@ def request(text: str, **fields: object) -> SayRequest:
     return parse_say(Envelope("t/pi/say", payload, time.monotonic()), 2000)
 
 
-def plan(registry: Voices, text: str, **fields: object) -> list[Chunk]:
+def plan(registry: Voices, text: str, **fields: object) -> list[PlannedChunk]:
     """The chunks of a request with `text` and `fields`, as the pipeline plans them."""
     job = job_for(request(text, **fields), registry, [])
     return Router(SynthesisSettings(), registry).plan(

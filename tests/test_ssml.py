@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from edge_tts.audio.dsp import SILENCE_LEVEL
+from edge_tts.cache.planned import PlannedChunk
 from edge_tts.config import SynthesisSettings, TextSettings, settings_from_mapping
-from edge_tts.speech.jobs import Chunk
 from edge_tts.speech.routing import Router
 from edge_tts.speech.synthesis import render
 from edge_tts.text import EmptyTextError
@@ -411,11 +411,11 @@ VOICES = Voices(
 ROUTER = Router(SynthesisSettings(), VOICES)
 
 
-def plan(body: str, router: Router = ROUTER, voice: FakeVoice = EN) -> list[Chunk]:
+def plan(body: str, router: Router = ROUTER, voice: FakeVoice = EN) -> list[PlannedChunk]:
     return router.plan(doc(body), voice, SpeechOptions(length_scale=1.0, volume=0.8), 1.0)
 
 
-def said(chunks: list[Chunk]) -> list[tuple[str, str, tuple[float, float]]]:
+def said(chunks: list[PlannedChunk]) -> list[tuple[str, str, tuple[float, float]]]:
     return [(readable(c.text), c.voice.name, c.silence) for c in chunks]
 
 
@@ -565,7 +565,7 @@ def real(mandarin_voice: Path) -> Iterator[tuple[Router, SpeechVoice, TwoStageVo
     yield Router(SynthesisSettings(), voices), english, mandarin
 
 
-def spoken(chunk: Chunk) -> str:
+def spoken(chunk: PlannedChunk) -> str:
     """What the voice is given: espeak-ng's phonemes, or the Baker symbols."""
     if isinstance(chunk.voice, Voice):
         return " | ".join("".join(s) for s in phonemize(chunk.text, chunk.voice.config))

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from edge_tts.audio.sounds import SoundError, Sounds
+from edge_tts.cache.planned import PlannedChunk
 from edge_tts.config import SynthesisSettings, TextSettings
-from edge_tts.speech.jobs import Chunk
 from edge_tts.speech.routing import Router
 from edge_tts.speech.synthesis import render
 from edge_tts.text.readings import readable
@@ -55,12 +55,14 @@ def router(directory: Path | None, max_silence_s: float = 30.0) -> Router:
     return Router(SynthesisSettings(), text=text)
 
 
-def plan(body: str, directory: Path | None) -> list[Chunk]:
+def plan(body: str, directory: Path | None) -> list[PlannedChunk]:
     document = parse(f"<speak>{body}</speak>", max_chars=2000)
     return router(directory).plan(document, FakeVoice(), SpeechOptions(volume=1.0))
 
 
-def placed(chunks: list[Chunk]) -> list[tuple[str, tuple[float, float], list[tuple[str, float]]]]:
+def placed(
+    chunks: list[PlannedChunk],
+) -> list[tuple[str, tuple[float, float], list[tuple[str, float]]]]:
     """Each chunk's text, silence and sounds ("before"/"after", at seconds)."""
     return [
         (

@@ -36,9 +36,10 @@ from edge_tts.core.telemetry import Telemetry
 from edge_tts.daemon.app import FIGURES
 from edge_tts.messages.request import Priority, SayRequest
 from edge_tts.mqtt.envelope import MqttOrigin
+from edge_tts.speech.audio_stream import Failed, Finished
 from edge_tts.speech.jobs import Job, StepTask
 from edge_tts.speech.pipeline import Pipeline
-from edge_tts.speech.responses import Failed, Finished, Responses
+from edge_tts.speech.responses import Responses, TextInput
 from edge_tts.speech.schedule import TaskClass
 from edge_tts.text import split_sentences
 from edge_tts.voice.base import SpeechOptions
@@ -220,7 +221,7 @@ def test_a_response_that_is_over_leaves_the_open_responses(rig: Rig) -> None:
             if isinstance(item, Finished | Failed):
                 over.set()
 
-        response = rig.responses.open(emit, door="http", streaming=False)
+        response = rig.responses.open(emit, door="http", text_input=TextInput.WHOLE)
         response.add_text(text)
         response.close_input()
         assert over.wait(DEFAULT_TIMEOUT_S), got
@@ -718,7 +719,7 @@ def test_a_critical_local_request_waits_for_no_more_than_the_running_wyoming_chu
         rig.close()
     assert all(types(r)[-1] == "audio-stop" for r in results)  # Wyoming went on afterwards
     assert job.chunks is not None and job.first_written_at is not None
-    local_first_audio = job.chunks[0].first_audio_at
+    local_first_audio = job.chunks[0].stats.first_audio_at
     assert local_first_audio is not None
     wyoming_steps = rig.voice.intervals
     started_meanwhile = [t for t in taken if queued < t < local_first_audio]
@@ -728,7 +729,7 @@ def test_a_critical_local_request_waits_for_no_more_than_the_running_wyoming_chu
     assert len(running) <= 2
     # The wait: the Wyoming chunks already running (at most one per worker), then its own.
     waited_for_wyoming = max(running, default=queued) - queued
-    own = job.chunks[0].synth_seconds
+    own = job.chunks[0].stats.synth_seconds
     delay = job.first_written_at - queued
     assert delay <= waited_for_wyoming + own + 0.5, (delay, waited_for_wyoming, own)
     assert waited_for_wyoming <= 0.4 + 0.3  # one chunk's synthesis (with a busy machine's slack)

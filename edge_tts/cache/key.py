@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 
 from ..voice.base import SpeechOptions, SpeechVoice
+from .planned import PlannedChunk
 
 # Bump when what an entry holds changes meaning (its layout, or the engine's output for
 # the same ids, e.g. a decoder fix): every older entry then misses and ages out.
@@ -44,7 +45,10 @@ class ChunkInput:
     speaker: int | None
 
     @classmethod
-    def of(cls, voice: SpeechVoice, text: str, options: SpeechOptions) -> ChunkInput:
+    def of(cls, chunk: PlannedChunk) -> ChunkInput:
+        """A planned chunk (the router's) as its voice reads it. Its silence and breaks
+        are not in it: they come after the cache (synthesis.render)."""
+        voice, text, options = chunk.voice, chunk.text, chunk.options
         voice.load()  # its digest is known once loaded (a no-op when preloaded)
         return cls(voice, text, options, voice.ids(text), voice.speaker_id(options.speaker))
 

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.telemetry import Telemetry
-from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.chunk_audio import voice_audio
 from ..voice.windowed import FIRST_WINDOW_FRAMES
 from .key import ChunkInput, ChunkKey
 from .phrase_voice import best_build_sha256
+from .planned import PlannedChunk
 from .store import CacheStore
 
 _LOGGER = logging.getLogger(__name__)
@@ -76,11 +76,9 @@ class PhraseCache:
         self._lock = threading.Lock()
         self._flights: dict[str, _Flight] = {}
 
-    def audio(
-        self, voice: SpeechVoice, text: str, options: SpeechOptions, first: bool
-    ) -> ChunkAudio:
-        chunk = ChunkInput.of(voice, text, options)
-        best = best_build_sha256(voice)
+    def audio(self, planned: PlannedChunk, first: bool) -> ChunkAudio:
+        chunk = ChunkInput.of(planned)
+        best = best_build_sha256(chunk.voice)
         keys = [chunk.key(best)] if best else []
         own = chunk.key()
         for key in [*keys, own]:
@@ -97,7 +95,8 @@ class PhraseCache:
             flight, owner = self._join(own)  # it failed: try it ourselves
         self._telemetry.count("cache_misses")
         if not owner:  # a third one took it over meanwhile: no waiting twice
-            return ChunkAudio(voice_audio(voice, text, options, first, chunk.ids), cached=False)
+            pieces = voice_audio(chunk.voice, chunk.text, chunk.options, first, chunk.ids)
+            return ChunkAudio(pieces, cached=False)
         pieces = self._synthesize(chunk, own, flight, first)
         return ChunkAudio(pieces, cached=False, on_close=lambda: self._land(own, flight))
 
@@ -143,19 +142,14 @@ class PhraseCache:
 
 
 def cached_audio(
-    cache: PhraseCache | None,
-    voice: SpeechVoice,
-    text: str,
-    options: SpeechOptions,
-    first: bool,
-    whose: str,
+    cache: PhraseCache | None, chunk: PlannedChunk, first: bool, whose: str
 ) -> ChunkAudio | None:
     """A chunk's voice audio through the phrase cache, for every door that speaks (None
     without a cache: the voice's own). `whose` names the request in the log."""
     if cache is None:
         return None
     try:
-        return cache.audio(voice, text, options, first)
+        return cache.audio(chunk, first)
     except Exception:  # speaking matters more than caching: synthesize as without it
         _LOGGER.exception("Phrase cache lookup failed for %s", whose)
         return None

@@ -141,11 +141,9 @@ def _report(job: Job, reporter: OneShotReporter) -> SayReport:
         if job.plan_error is not None:
             raise ValueError(job.plan_error)
         raise SayFailed(reporter.reason or "not played")
-    utterance = job.utterance
-    first_at = utterance.first_sample_at if utterance else None
     return SayReport(
         chunks=len(job.chunks or []),
         audio_seconds=job.audio_seconds,
         synth_seconds=job.synth_seconds,
-        first_audio_seconds=(first_at or job.request.received_at) - job.request.received_at,
+        first_audio_seconds=job.timing.time_to_first_audio_s or 0.0,
     )

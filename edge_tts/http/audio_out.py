@@ -20,7 +20,8 @@ import numpy as np
 from aiohttp import web
 
 from ..audio.dsp import Resampler, to_pcm16
-from ..speech.responses import Failed, Finished, Out, Response, emit_to
+from ..speech.audio_stream import AudioStream, StreamFailed
+from ..speech.responses import Response, TextInput
 from ..text.document import Document
 from ..voice.base import Tuning
 from .errors import ApiError, log_error
@@ -35,15 +36,16 @@ WAV_HEADER_BYTES = 44
 class Answer:
     """The audio of one text in one voice, from the engine's workers."""
 
-    def __init__(self, door: Door, response: Response, queue: asyncio.Queue[Out]) -> None:
+    def __init__(self, door: Door, stream: AudioStream[Response]) -> None:
         self.door = door
-        self.response = response
-        self.rate = response.choice.rate
+        self.stream = stream
+        self.response = stream.response
+        self.rate = stream.response.rate
         self.started = time.monotonic()
-        self.first_at: float | None = None
-        self.audio_s = 0.0
-        self._queue = queue
-        self._done = False
+
+    @property
+    def audio_s(self) -> float:
+        return self.stream.timing.audio_seconds
 
     @classmethod
     def open(
@@ -58,56 +60,43 @@ class Answer:
         tuning: Tuning | None = None,
     ) -> Answer:
         """The engine starts on `text` at once; 400 for a voice or speaker there is not."""
-        queue: asyncio.Queue[Out] = asyncio.Queue()  # bounded by the response's backlog
         try:
-            response = door.responses.open(
-                emit_to(queue, asyncio.get_running_loop()),
-                door="http",
-                streaming=False,
-                voice=voice,
-                language=language,
-                speaker=speaker,
-                speed=speed,
-                tuning=tuning,
+            stream = AudioStream(
+                lambda emit: door.responses.open(
+                    emit,
+                    door="http",
+                    text_input=TextInput.WHOLE,
+                    voice=voice,
+                    language=language,
+                    speaker=speaker,
+                    speed=speed,
+                    tuning=tuning,
+                )
             )
         except ValueError as err:  # BadRequest: an unknown voice, language or speaker
             raise ApiError(400, "invalid_voice", str(err), param="voice") from None
-        response.add_text(text)
-        response.close_input()
-        return cls(door, response, queue)
+        stream.response.add_text(text)
+        stream.response.close_input()
+        return cls(door, stream)
 
     async def pieces(self) -> AsyncIterator[np.ndarray]:
         """Each piece as it is made; ApiError for a response that fails."""
-        while True:
-            item = await self._queue.get()
-            if isinstance(item, np.ndarray):
-                if self.first_at is None:
-                    self.first_at = time.monotonic()
-                self.audio_s += len(item) / self.rate
-                yield item
-            elif isinstance(item, Failed):
-                self._done = True
-                status = 400 if item.code == "bad-text" else 500
-                raise ApiError(status, item.code.replace("-", "_"), item.text, param="input")
-            else:
-                assert isinstance(item, Finished)
-                self._done = True
-                self._count()
-                return
+        try:
+            async for pcm in self.stream.pieces():
+                yield pcm
+        except StreamFailed as err:
+            status = 400 if err.code == "bad-text" else 500
+            raise ApiError(status, err.code.replace("-", "_"), err.text, param="input") from None
+        timing = self.stream.timing
+        self.door.telemetry.answered("http", timing.time_to_first_audio_ms, timing.real_time_factor)
 
     def taken(self, pcm: np.ndarray) -> None:
         """The client (or the pool) has this piece: the engine may make more."""
-        self.response.written(len(pcm) / self.rate)
+        self.stream.taken(pcm)
 
     def cancel(self) -> None:
         """The client is gone or the answer failed: the engine drops what is left."""
-        if not self._done:
-            self.response.cancel()
-
-    def _count(self) -> None:
-        ttfa = (self.first_at - self.started) * 1000 if self.first_at else None
-        rtf = self.response.synth_seconds / self.audio_s if self.audio_s else None
-        self.door.telemetry.answered("http", ttfa, rtf)
+        self.stream.cancel()
 
 
 def wav_header(rate: int, frames: int | None = None) -> bytes:
@@ -214,11 +203,8 @@ class Dropped(ConnectionError):
 
 
 def _log_done(request: web.Request, answer: Answer) -> None:
-    first = (
-        f"first audio after {(answer.first_at - answer.started) * 1000:.0f} ms"
-        if answer.first_at
-        else "no audio"
-    )
+    ttfa = answer.stream.timing.time_to_first_audio_ms
+    first = "no audio" if ttfa is None else f"first audio after {ttfa:.0f} ms"
     _LOGGER.info(
         "HTTP %s: %s %s: %s, %.1f s of audio in %.1f s",
         *(request.remote, request.path, answer.response.name, first, answer.audio_s),

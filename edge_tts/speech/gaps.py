@@ -1,6 +1,6 @@
 """What stands between the words of a document (speech/routing.py): SSML's breaks, as
 exact silence, and its `<audio>` sounds (text.sounds_dir, audio/sounds.py), in their
-order; carried beside a chunk's speech (`Chunk.silence`, `Chunk.sounds`) and played by
+order; carried beside a chunk's speech (`PlannedChunk.silence`, `.sounds`) and played by
 synthesis.render."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..audio.sounds import PlacedSound, Sound, SoundError, Sounds
+from ..cache.planned import PlannedChunk
 from ..text.document import Audio, Break, Document, Span
-from .jobs import Chunk
 
 
 @dataclass
@@ -48,7 +48,7 @@ def with_sounds(
     return tuple(pieces), found
 
 
-def check_silence(chunks: list[Chunk], max_silence_s: float) -> None:
+def check_silence(chunks: list[PlannedChunk], max_silence_s: float) -> None:
     """A request's breaks and sounds add up to at most text.max_silence_s: 104 breaks
     of 10 s fit in 2,000 characters, 17 minutes of a speaker saying nothing. Refused
     with the reason, not cut short: the sender's timing was wrong, not ours to guess."""
@@ -62,13 +62,13 @@ def check_silence(chunks: list[Chunk], max_silence_s: float) -> None:
         )
 
 
-def followed_by(chunk: Chunk, after: Gap) -> Chunk:
+def followed_by(chunk: PlannedChunk, after: Gap) -> PlannedChunk:
     """The chunk with breaks or sounds after it (after any there are)."""
     before, already = chunk.silence
     breaks = (chunk.breaks[0], True)
     silence = (before, already + after.seconds)
     sounds = chunk.sounds + after.placed(after=True, offset=already)
-    return Chunk(chunk.text, chunk.voice, chunk.options, silence, breaks, sounds)
+    return PlannedChunk(chunk.text, chunk.voice, chunk.options, silence, breaks, sounds)
 
 
 def _at(piece: Audio) -> str:

@@ -1,9 +1,10 @@
-"""A request on its way through the pipeline: the `Job`, its text `Chunk`s, the tasks a
-synthesis worker takes. Data only, no threads; its fate goes out as `Event`s (outcome.py)
-to the listeners (listeners.py)."""
+"""A request on its way through the pipeline: the `Job`, its plan and its chunks' runs,
+the tasks a synthesis worker takes. Data only, no threads; its fate goes out as `Event`s
+(outcome.py) to the listeners (listeners.py)."""
 
 from __future__ import annotations
 
+import enum
 import queue
 import threading
 from collections.abc import Callable
@@ -13,10 +14,12 @@ from typing import Final, Protocol
 import numpy as np
 
 from ..audio.output import Utterance
-from ..audio.sounds import PlacedSound
+from ..cache.planned import PlannedChunk
 from ..messages.request import SayRequest
 from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.registry import Voices
+from .chunk_render import ChunkStats
+from .timing import Timing
 
 
 class Delivery(Protocol):
@@ -35,36 +38,53 @@ class Played(Protocol):
     def discard(self, key: str, /) -> None: ...
 
 
-@dataclass
-class Chunk:
-    """One text chunk; its audio arrives in pieces while the decoder works through it."""
+@dataclass(eq=False)
+class ChunkRun:
+    """A planned chunk of a job on its way to the speaker: the pipeline's channel between
+    the worker that renders it and the playback thread. Its audio arrives in pieces while
+    the decoder works through it."""
 
-    text: Final[str]
-    voice: Final[SpeechVoice]  # the job's own, or the one for another writing system in it
-    options: Final[SpeechOptions]
-    # Exact silence before and after its speech, in seconds: SSML's breaks (routing.py).
-    silence: Final[tuple[float, float]] = (0.0, 0.0)
-    # Whether a break stands before / after it: then the break is the pause there, and the
-    # voice's own silence at that end is trimmed (synthesis.render).
-    breaks: Final[tuple[bool, bool]] = (False, False)
-    sounds: Final[tuple[PlacedSound, ...]] = ()  # SSML's <audio> beside it (routing.py)
+    plan: Final[PlannedChunk]  # what to say, and how (the router's)
     pieces: Final[queue.SimpleQueue[np.ndarray | None]] = field(default_factory=queue.SimpleQueue)
     ready: Final[threading.Event] = field(default_factory=threading.Event)  # 1st piece, or error
     error: str | None = None
     taken: bool = False  # a worker has it
-    synth_seconds: float = 0.0
-    started_at: float | None = None  # monotonic: its synthesis began
-    first_audio_at: float | None = None  # its first piece of audio was ready
-    cached: bool = False  # its audio came from the phrase cache, not the voice
+    stats: Final[ChunkStats] = field(default_factory=ChunkStats)  # its rendering's timings
+
+
+class PlanPhase(enum.Enum):
+    """Where a job's planning is. The schedule moves it on, under its lock: a worker
+    takes a waiting job's plan (`Schedule.next_task`) and hands the result back
+    (`Schedule.plan_done`)."""
+
+    WAITING = "waiting"  # no worker has taken it yet
+    PLANNING = "planning"  # a worker runs the text front-end on it
+    DONE = "done"  # `Job.plan` holds the result
+
+
+@dataclass(frozen=True)
+class Planned:
+    """The job's chunks, in the order they play."""
+
+    chunks: tuple[ChunkRun, ...]
+
+
+@dataclass(frozen=True)
+class Unspeakable:
+    """Why the job cannot be spoken (its text, or the text front-end failing on it)."""
+
+    reason: str
+
+
+PlanResult = Planned | Unspeakable
 
 
 @dataclass(eq=False)
 class Job:
     """A request on its way. Each field is set at creation (`Final`) or has one writer:
-    `schedule.py`, under its lock (seq, planning, played_chunks, interrupted_by, cancel,
-    deliveries); the worker that plans it (chunks, plan_error, planned_at, planned); the
-    playback thread (started_at, utterance, first_written_at, audio_seconds); `Reporters`
-    (concluded, listeners.py)."""
+    `schedule.py`, under its lock (seq, phase, plan, planned_at, played_chunks,
+    interrupted_by, cancel, deliveries); the playback thread (started_at, utterance,
+    first_written_at, timing); `Reporters` (concluded, listeners.py)."""
 
     request: Final[SayRequest]
     # To acknowledge once its fate is known. Replaced, never mutated (schedule.py): a
@@ -73,9 +93,8 @@ class Job:
     voice: Final[SpeechVoice]
     options: Final[SpeechOptions]
     seq: int = 0
-    chunks: list[Chunk] | None = None
-    plan_error: str | None = None
-    planning: bool = False  # a worker is planning it
+    phase: PlanPhase = PlanPhase.WAITING
+    plan: PlanResult | None = None  # set with phase DONE, before `planned`
     planned: Final[threading.Event] = field(default_factory=threading.Event)
     played_chunks: int = 0
     started_at: float | None = None
@@ -85,16 +104,37 @@ class Job:
     interrupted_by: str | None = None
     # Set when it must stop playing: interrupted by another request, or shutdown.
     cancel: Final[threading.Event] = field(default_factory=threading.Event)
-    audio_seconds: float = 0.0
+    # Received (the request's arrival), first audio, finished: time to first audio and RTF.
+    timing: Final[Timing] = field(default_factory=Timing)
     concluded: bool = False  # its final event is out (set by `Reporters`)
+
+    def __post_init__(self) -> None:
+        self.timing.received(self.request.received_at)
+
+    @property
+    def chunks(self) -> tuple[ChunkRun, ...] | None:
+        """Its chunks once planned; None before, or when it cannot be spoken."""
+        plan = self.plan
+        return plan.chunks if isinstance(plan, Planned) else None
+
+    @property
+    def plan_error(self) -> str | None:
+        """Why it cannot be spoken, once planned; None otherwise."""
+        plan = self.plan
+        return plan.reason if isinstance(plan, Unspeakable) else None
+
+    @property
+    def audio_seconds(self) -> float:
+        """The audio played so far."""
+        return self.timing.audio_seconds
 
     @property
     def synth_seconds(self) -> float:
-        return sum(c.synth_seconds for c in self.chunks or [])
+        return sum(c.stats.synth_seconds for c in self.chunks or ())
 
     @property
     def cached_chunks(self) -> int:
-        return sum(c.cached for c in self.chunks or [])
+        return sum(c.stats.cached for c in self.chunks or ())
 
     def sort_key(self) -> tuple[int, int]:
         return (-int(self.request.priority), self.seq)

@@ -92,12 +92,13 @@ def started_fields(job: Job) -> dict[str, object]:
 
 
 def time_to_first_audio_ms(job: Job) -> float | None:
-    utt = job.utterance
-    return ms(utt.first_sample_at if utt else None, job.request.received_at)
+    """From the job's stamps (speech/timing.py), as every door's figure."""
+    ttfa = job.timing.time_to_first_audio_ms
+    return None if ttfa is None else round(ttfa, 1)
 
 
 def real_time_factor(job: Job) -> float | None:
-    return job.synth_seconds / job.audio_seconds if job.audio_seconds else None
+    return job.timing.real_time_factor
 
 
 def finished_fields(job: Job) -> dict[str, object]:
@@ -106,14 +107,14 @@ def finished_fields(job: Job) -> dict[str, object]:
         "time_to_first_audio_ms": time_to_first_audio_ms(job),
         "queue_wait_ms": ms(job.started_at, job.request.received_at),
         "audio_ms": round(job.audio_seconds * 1000),
-        "synthesis_ms": round(job.synth_seconds * 1000),
+        "synthesis_ms": round(job.timing.synth_seconds * 1000),
         "real_time_factor": round(rtf, 4) if rtf is not None else None,
         "chunks": len(job.chunks or []),
         "cached_chunks": job.cached_chunks,
-        "first_chunk_chars": len(job.chunks[0].text) if job.chunks else None,
+        "first_chunk_chars": len(job.chunks[0].plan.text) if job.chunks else None,
         "stages_ms": stages(job),
-        "voices": list(dict.fromkeys(chunk.voice.name for chunk in job.chunks or [])),
-        "builds": {c.voice.name: c.voice.build.as_dict() for c in job.chunks or []},
+        "voices": list(dict.fromkeys(chunk.plan.voice.name for chunk in job.chunks or [])),
+        "builds": {c.plan.voice.name: c.plan.voice.build.as_dict() for c in job.chunks or []},
     }
 
 
@@ -122,7 +123,7 @@ def stages(job: Job) -> dict[str, float | None]:
     planned (text front-end done), the first chunk's synthesis started, its first audio
     ready, that audio written to the output (time_to_first_audio_ms: its first sample
     handed to the device)."""
-    first = job.chunks[0] if job.chunks else None
+    first = job.chunks[0].stats if job.chunks else None
     received = job.request.received_at
     return {
         "planned": ms(job.planned_at, received),

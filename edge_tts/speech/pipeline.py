@@ -11,21 +11,22 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Sequence
 
+import numpy as np
+
 from ..audio.output import AudioOutput
-from ..cache.serving import ChunkAudio, PhraseCache, cached_audio
+from ..cache.serving import PhraseCache
 from ..config import QueueSettings, SynthesisSettings
 from ..core.telemetry import Telemetry
 from ..text import EmptyTextError
-from .jobs import Chunk, Job, PlanTask, Played, StepTask
+from .chunk_render import ChunkRenderer
+from .jobs import ChunkRun, Job, Planned, PlanResult, PlanTask, Played, StepTask, Unspeakable
 from .listeners import Listener, Reporters
 from .outcome import Event, Kind
 from .playback import Playback, report_safely
 from .routing import Router
-from .schedule import ANSWERED, PLAYED, Schedule
-from .synthesis import render
+from .schedule import Queued, QueueFull, Schedule, Twin
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class Pipeline:
         self.telemetry = telemetry
         self.played = played
         self.cache = cache
+        self.renderer = ChunkRenderer(cache)
         self._stop = threading.Event()
         self.schedule = Schedule(queue_settings.size, output, self._stop)
         self.playback = Playback(
@@ -117,23 +119,22 @@ class Pipeline:
             # it (or has lost our session), so an older played message with the same key
             # is not this one, and must not make this one's redelivery a "duplicate".
             self.played.discard(request.key)
-        position = self.schedule.enqueue(job, self.played)
-        if position == PLAYED:
-            self.reporter.report(Event(Kind.DUPLICATE, job, reason=PLAYED))
-        elif isinstance(position, str) and request.redelivered:
-            # The broker's copy of a request we hold (sent again after a reconnect): it is
-            # acknowledged with it, and that one's final event answers both.
-            _LOGGER.info("Request %s came again from the broker; %s", request.id, position)
-            if position == ANSWERED:  # that event's acks went out already: this one's own
-                for delivery in job.deliveries:
-                    delivery.ack()
-        elif isinstance(position, str):
-            self.reporter.report(Event(Kind.DUPLICATE, job, reason=position))
-        elif position is None:
+        admission = self.schedule.enqueue(job, self.played)
+        if isinstance(admission, Queued):
+            self.reporter.report(Event(Kind.QUEUED, job, position=admission.position))
+        elif isinstance(admission, QueueFull):
             reason = f"queue full ({self.schedule.size} requests waiting)"
             self.reporter.report(Event(Kind.REJECTED, job, reason=reason))
+        elif admission.twin is not Twin.PLAYED and request.redelivered:
+            # The broker's copy of a request we hold (sent again after a reconnect): it is
+            # acknowledged with it, and that one's final event answers both.
+            reason = admission.twin.value
+            _LOGGER.info("Request %s came again from the broker; %s", request.id, reason)
+            if admission.twin is Twin.ANSWERED:  # that event's acks went out: this one's own
+                for delivery in job.deliveries:
+                    delivery.ack()
         else:
-            self.reporter.report(Event(Kind.QUEUED, job, position=position))
+            self.reporter.report(Event(Kind.DUPLICATE, job, reason=admission.twin.value))
 
     def stop_playing(self, by: str) -> str | None:
         """Fade out what plays, as an interrupting request does; its sender gets
@@ -163,59 +164,42 @@ class Pipeline:
                 self.schedule.task_done()
 
     def _plan(self, job: Job) -> None:
+        result: PlanResult
         try:
             job.voice.speaker_id(job.options.speaker)
             request = job.request
-            job.chunks = self.router.plan(request.speech, job.voice, job.options, request.speed)
+            chunks = self.router.plan(request.speech, job.voice, job.options, request.speed)
+            result = Planned(tuple(ChunkRun(chunk) for chunk in chunks))
         except (EmptyTextError, ValueError) as err:
-            job.plan_error = str(err)
+            result = Unspeakable(str(err))
         except Exception as err:
-            job.plan_error = f"internal error in the text front-end: {err}"
+            self.schedule.plan_done(
+                job, Unspeakable(f"internal error in the text front-end: {err}")
+            )
             raise
-        finally:
-            job.planned_at = time.monotonic()
-            job.planned.set()
+        self.schedule.plan_done(job, result)
 
     def _synthesize(self, job: Job, index: int) -> None:
         assert job.chunks is not None
         chunk = job.chunks[index]
-        started = chunk.started_at = time.monotonic()
-        audio = self._cached_audio(job, chunk, index == 0)
+
+        def deliver(pcm: np.ndarray) -> bool:
+            chunk.pieces.put(pcm)
+            chunk.ready.set()
+            return not job.cancel.is_set()  # interrupted or shutting down: no one plays the rest
+
         try:
-            pieces = render(
-                chunk.voice,
-                chunk.text,
-                chunk.options,
+            self.renderer.render(
+                chunk.plan,
                 index == 0,
                 self.output_rate,
-                audio,
-                silence=chunk.silence,
-                breaks=chunk.breaks,
-                sounds=chunk.sounds,
+                deliver,
+                stats=chunk.stats,
+                whose=job.request.id,
+                use_cache=job.request.cache,
             )
-            for pcm in pieces:
-                if chunk.first_audio_at is None:
-                    chunk.first_audio_at = time.monotonic()
-                chunk.pieces.put(pcm)
-                chunk.ready.set()
-                if job.cancel.is_set():
-                    break  # interrupted or shutting down: the rest would not be played
         except Exception as err:  # a broken voice must not kill the worker
             _LOGGER.exception("Synthesis of %s chunk %d failed", job.request.id, index)
             chunk.error = f"synthesis failed: {err}"
-        finally:
-            if audio is not None:
-                audio.close()  # a synthesis cut short: whoever waits for its chunk goes on
-        chunk.synth_seconds = time.monotonic() - started
         chunk.pieces.put(None)
         chunk.ready.set()
-
-    def _cached_audio(self, job: Job, chunk: Chunk, first: bool) -> ChunkAudio | None:
-        """The chunk's voice audio through the phrase cache (None: the voice's own)."""
-        if not job.request.cache:
-            return None
-        audio = cached_audio(
-            self.cache, chunk.voice, chunk.text, chunk.options, first, job.request.id
-        )
-        chunk.cached = audio is not None and audio.cached
-        return audio

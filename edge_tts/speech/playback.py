@@ -18,7 +18,7 @@ import numpy as np
 from ..audio.output import AudioOutput, AudioUnavailableError, Utterance
 from ..core.telemetry import Telemetry
 from ..voice.model import release_free_memory
-from .jobs import Chunk, Job, Played
+from .jobs import ChunkRun, Job, Played, Unspeakable
 from .listeners import Reporters
 from .outcome import Event, Kind
 from .schedule import Schedule
@@ -84,8 +84,8 @@ class Playback:
             if job.interrupted_by and not self._stop.is_set():
                 self.reporter.report(Event(Kind.INTERRUPTED, job, by=job.interrupted_by))
             return
-        if job.plan_error is not None:
-            self.reporter.report(Event(Kind.REJECTED, job, reason=job.plan_error))
+        if isinstance(job.plan, Unspeakable):
+            self.reporter.report(Event(Kind.REJECTED, job, reason=job.plan.reason))
             return
         job.utterance = Utterance(request_id=request.id, sample_rate=self.output_rate)
         try:
@@ -103,7 +103,7 @@ class Playback:
             self.schedule.chunk_played(job)
         self._conclude(job)
 
-    def _play_chunk(self, job: Job, chunk: Chunk) -> bool:
+    def _play_chunk(self, job: Job, chunk: ChunkRun) -> bool:
         """Write a chunk's pieces as they come; False when playback must stop."""
         assert job.utterance is not None
         if not self._wait(chunk.ready, job):
@@ -112,14 +112,14 @@ class Playback:
             pcm = self._next_piece(chunk, job)
             if pcm is None:
                 return chunk.error is None and not job.cancel.is_set() and not self._stop.is_set()
-            if job.audio_seconds == 0.0:
+            if job.timing.audio_seconds == 0.0:
                 self.reporter.report(Event(Kind.STARTED, job))
                 job.first_written_at = time.monotonic()
             if not self.output.write(job.utterance, pcm, job.cancel):
                 return False
-            job.audio_seconds += len(pcm) / self.output_rate
+            job.timing.audio_seconds += len(pcm) / self.output_rate
 
-    def _next_piece(self, chunk: Chunk, job: Job) -> np.ndarray | None:
+    def _next_piece(self, chunk: ChunkRun, job: Job) -> np.ndarray | None:
         while not (self._stop.is_set() or job.cancel.is_set()):
             try:
                 return chunk.pieces.get(timeout=_POLL_S)
@@ -132,6 +132,7 @@ class Playback:
         done = job.played_chunks == len(job.chunks)
         if done:
             done = self.output.end(job.utterance, job.cancel, timeout=END_TIMEOUT_S)
+        _stamp(job)
         if self._stop.is_set() and not job.interrupted_by:
             # Shutdown: not acknowledged, so it plays again after restart; the pipeline's
             # stop() says so (`deferred`).
@@ -152,6 +153,18 @@ class Playback:
             if self._stop.is_set() or job.cancel.is_set():
                 return False
         return True
+
+
+def _stamp(job: Job) -> None:
+    """The job's figures as its events give them: its first audio is the instant the
+    output handed its first sample to the sound card (stamped by the output)."""
+    assert job.utterance is not None
+    if job.utterance.first_sample_at is not None:
+        job.timing.first_audio(job.utterance.first_sample_at)
+    # Final when it finished (every chunk was played, so its synthesis is over), which is
+    # when its events give the real-time factor.
+    job.timing.synth_seconds = job.synth_seconds
+    job.timing.finished()
 
 
 def report_safely(reporter: Reporters, event: Event) -> None:

@@ -77,7 +77,7 @@ class Prerenderer:
         self._stopped = False
         self._todo: deque[_Item] | None = None  # this pass's items not looked at yet
         self._rendering: _Rendering | None = None
-        self._builds: dict[int, SpeechVoice] = {}
+        self._builds = _Builds(synthesis)
         self._prepared: list[_Item] | None = None
         self._paused = False
         self.state = "waiting for idle" if phrases else "no phrases"
@@ -97,10 +97,10 @@ class Prerenderer:
         if not self.phrases or not self._synthesis.preload:
             return
         try:
-            self._prepared = self._plan()
+            self._prepared = plan_phrases(self.phrases, self._router, self._voices)
             for item in self._prepared:
                 if self._store.problem is None and not self._store.contains(item.key):
-                    self._build_now(item.chunk.voice)
+                    self._builds.load(item.chunk.voice)
         except Exception:  # phrases are a nicety: the daemon starts without them
             _LOGGER.exception("Cannot prepare the phrases for pre-rendering")
             self.state = "failed (see the log)"
@@ -169,7 +169,11 @@ class Prerenderer:
     def _begin_pass(self) -> None:
         with self._lock:
             self._wanted = False
-        items = self._prepared if self._prepared is not None else self._plan()
+        items = (
+            self._prepared
+            if self._prepared is not None
+            else plan_phrases(self.phrases, self._router, self._voices)
+        )
         self._prepared = None
         self._store.pin(item.key.digest for item in items)
         self.chunks = len(items)
@@ -184,7 +188,7 @@ class Prerenderer:
             self._end_pass()
         elif not self._store.contains(item.key):
             self.state = f"rendering {item.chunk.text[:40]!r}"
-            build = self._builds.get(id(item.chunk.voice))
+            build = self._builds.get(item.chunk.voice)
             if build is None:
                 self._todo_first(item)
                 self._load_quietly(item.chunk.voice)
@@ -246,35 +250,6 @@ class Prerenderer:
         assert self._todo is not None
         self._todo.appendleft(item)
 
-    def _plan(self) -> list[_Item]:
-        """Every phrase's chunks, as a request with that text would have them."""
-        items: dict[str, _Item] = {}
-        for text in self.phrases:
-            try:
-                for item in self._items(text):
-                    items.setdefault(item.key.digest, item)
-            except (EmptyTextError, ValueError) as err:
-                _LOGGER.warning("Phrase %r cannot be spoken, not pre-rendered: %s", text[:60], err)
-            except Exception:  # a voice that fails to load: the other phrases still go
-                _LOGGER.exception("Phrase %r cannot be pre-rendered", text[:60])
-        return list(items.values())
-
-    def _items(self, text: str) -> Iterator[_Item]:
-        default = self._voices.default
-        for chunk in self._router.plan(text, default, self._voices.options_for(default)):
-            ci = ChunkInput.of(chunk.voice, chunk.text, chunk.options)
-            yield _Item(ci, ci.key(best_build_sha256(chunk.voice)), ci.key())
-
-    def _open_build(self, voice: SpeechVoice) -> SpeechVoice:
-        synthesis = self._synthesis
-        return open_best_build(voice, synthesis.threads, synthesis.max_phonemes)
-
-    def _build_now(self, voice: SpeechVoice) -> None:
-        if id(voice) not in self._builds:
-            build = self._open_build(voice)
-            build.load()
-            self._builds[id(voice)] = build
-
     def _load_quietly(self, voice: SpeechVoice) -> None:
         """Load the build while the daemon serves requests: at nice 19, in a thread of its
         own (load_at_low_priority), so no worker waits seconds for it; the pass goes on when it is
@@ -284,9 +259,7 @@ class Prerenderer:
 
         def load() -> None:
             try:
-                build = self._open_build(voice)
-                load_at_low_priority(build)
-                self._builds[id(voice)] = build
+                self._builds.load(voice, quietly=True)
             except Exception:
                 _LOGGER.exception("Cannot load the build that renders the phrases")
                 self.state = "failed (see the log)"
@@ -297,3 +270,51 @@ class Prerenderer:
                 self._ready()
 
         threading.Thread(target=load, name="prerender-load", daemon=True).start()
+
+
+class _Builds:
+    """The builds that render the phrases (each voice's best: FP32 for our INT8 default),
+    loaded for a pass and dropped after it."""
+
+    def __init__(self, synthesis: SynthesisSettings) -> None:
+        self._synthesis = synthesis
+        self._loaded: dict[int, SpeechVoice] = {}
+
+    def get(self, voice: SpeechVoice) -> SpeechVoice | None:
+        return self._loaded.get(id(voice))
+
+    def load(self, voice: SpeechVoice, quietly: bool = False) -> None:
+        """Load `voice`'s build, unless it is; `quietly`: at nice 19 (load_at_low_priority)."""
+        if id(voice) in self._loaded:
+            return
+        build = open_best_build(voice, self._synthesis.threads, self._synthesis.max_phonemes)
+        if quietly:
+            load_at_low_priority(build)
+        else:
+            build.load()
+        self._loaded[id(voice)] = build
+
+    def clear(self) -> None:
+        self._loaded.clear()
+
+
+def plan_phrases(phrases: list[str], router: Router, voices: Voices) -> list[_Item]:
+    """Every phrase's chunks, as a request with that text would have them (in the default
+    voice), once each."""
+    items: dict[str, _Item] = {}
+    for text in phrases:
+        try:
+            for item in _items(text, router, voices):
+                items.setdefault(item.key.digest, item)
+        except (EmptyTextError, ValueError) as err:
+            _LOGGER.warning("Phrase %r cannot be spoken, not pre-rendered: %s", text[:60], err)
+        except Exception:  # a voice that fails to load: the other phrases still go
+            _LOGGER.exception("Phrase %r cannot be pre-rendered", text[:60])
+    return list(items.values())
+
+
+def _items(text: str, router: Router, voices: Voices) -> Iterator[_Item]:
+    default = voices.default
+    for chunk in router.plan(text, default, voices.options_for(default)):
+        ci = ChunkInput.of(chunk)
+        yield _Item(ci, ci.key(best_build_sha256(chunk.voice)), ci.key())

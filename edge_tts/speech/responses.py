@@ -2,61 +2,45 @@
 as work for the pipeline's synthesis workers, ranked below local playback.
 
 A `Response` is one answer to a client: the text it was given (at once, or sentence by
-sentence as a stream arrives), planned by the same router, text front-end and phrase
-cache as a local request, and synthesized one text chunk per step. `Responses` is the
+sentence as a stream arrives), planned by the same router and rendered by the same code
+as a local request (chunk_render.py), one text chunk per step. `Responses` is the
 schedule's producer of the `REMOTE` task class (schedule.py): it hands a worker the next
 step of the responses that can take one, in turn, whichever door opened them. Each piece
-of audio goes to the door (`emit`) as soon as the decoder makes it. A response whose
-client has not taken its audio yet (MAX_BACKLOG_S) gets no further steps until it has:
-memory stays bounded whatever the client does.
+of audio goes to the door (`emit`, audio_stream.py) as soon as the decoder makes it. A
+response whose client has not taken its audio yet (MAX_BACKLOG_S) gets no further steps
+until it has: memory stays bounded whatever the client does.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
+import enum
 import itertools
 import logging
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..cache.serving import ChunkAudio, PhraseCache, cached_audio
+from ..cache.planned import PlannedChunk
+from ..cache.serving import PhraseCache
 from ..config import SynthesisSettings, TextSettings
 from ..text import EmptyTextError
 from ..text.document import Document
 from ..text.lexicon import Lexicon
 from ..voice.base import SpeechOptions, SpeechVoice, Tuning
 from ..voice.registry import Voices
-from .jobs import Chunk, StepTask
+from .audio_stream import Emit, Failed, Finished
+from .chunk_render import ChunkRenderer, ChunkStats
+from .jobs import StepTask
 from .routing import Router
-from .synthesis import render
+from .timing import Timing
 
 _LOGGER = logging.getLogger(__name__)
 
 MAX_BACKLOG_S = 20.0  # audio made but not yet written to the client (~0.9 MB at 22 kHz)
-
-
-@dataclass(frozen=True)
-class Failed:
-    """The response cannot go on: `text` and `code` for the client's `error` event."""
-
-    text: str
-    code: str
-
-
-@dataclass(frozen=True)
-class Finished:
-    """Every piece of the response has been emitted."""
-
-
-Out = np.ndarray | Failed | Finished  # what a response hands its connection, in order
-Emit = Callable[[Out], None]
 
 
 @dataclass(frozen=True)
@@ -74,47 +58,74 @@ class VoiceChoice:
         return self.voice.sample_rate
 
 
+class TextInput(enum.Enum):
+    """How a response's text comes."""
+
+    WHOLE = "whole"  # one text, then the end (Wyoming's synthesize, HTTP)
+    STREAM = "stream"  # sentence by sentence as the client sends them (synthesize-chunk)
+
+
+class _Phase(enum.Enum):
+    OPEN = "open"  # more text may come
+    CLOSED = "closed"  # no more text comes: Finished follows the last piece
+    OVER = "over"  # finished, failed or cancelled: nothing more is emitted
+
+
+class _Start(enum.Enum):
+    """How far its start is: the first text is planned with a short first chunk, and
+    the first chunk rendered opens the audio (its leading silence trimmed)."""
+
+    FRESH = "fresh"  # no text planned yet
+    PLANNED = "planned"  # the first text planned; no chunk rendered yet
+    SPEAKING = "speaking"  # a chunk rendered: the rest goes on from it
+
+
 class Response:
     """One response's text, chunks and state. Its state changes under the work's lock;
     the synthesis runs outside it, in one worker at a time (`busy`)."""
 
     def __init__(
-        self, work: Responses, choice: VoiceChoice, emit: Emit, streaming: bool, door: str
+        self, work: Responses, choice: VoiceChoice, emit: Emit, text_input: TextInput, door: str
     ) -> None:
         self.name = choice.name
         self.door = door
         self.choice = choice
-        self.streaming = streaming  # text comes sentence by sentence (synthesize-chunk)
-        self.opened_at = time.monotonic()
+        self.text_input = text_input
+        self.rate = choice.rate
         self._work = work
         self._lock = work.lock
         self._emit = emit
         self._texts: deque[str | Document] = deque()  # to plan (a text, or SSML parsed)
-        self._chunks: deque[Chunk] = deque()  # planned, to synthesize
-        self._planned = False  # the first text was planned (its first chunk is short)
-        self._spoken = False  # the first chunk was synthesized (it started the audio)
-        self._busy = False
-        self._input_closed = False
-        self._over = False  # finished, failed or cancelled: nothing more is emitted
+        self._chunks: deque[PlannedChunk] = deque()  # planned, to synthesize
+        self._start = _Start.FRESH
+        self._phase = _Phase.OPEN
+        self._busy = False  # a worker runs its step
         self._backlog_s = 0.0
-        self.first_text_at: float | None = None  # monotonic: the first text came
-        self.synth_seconds = 0.0  # spent making its audio (its workers' time)
+        self.stats = ChunkStats()  # its chunks' rendering, summed (one worker at a time)
+        # Received when its first text comes; first audio and finished as its door takes
+        # them (audio_stream.py): time to first audio and RTF as every door's.
+        self.timing = Timing()
+
+    @property
+    def synth_seconds(self) -> float:
+        """Spent making its audio (its workers' time)."""
+        return self.stats.synth_seconds
 
     # --- from the connection (event loop thread) -----------------------------------
 
     def add_text(self, text: str | Document) -> None:
         with self._lock:
-            if self._over:
+            if self._phase is _Phase.OVER:
                 return
             self._texts.append(text)
-            if self.first_text_at is None:
-                self.first_text_at = time.monotonic()
+            self.timing.received()
         self._work.wake()
 
     def close_input(self) -> None:
         """No more text comes; Finished follows the last piece."""
         with self._lock:
-            self._input_closed = True
+            if self._phase is _Phase.OPEN:
+                self._phase = _Phase.CLOSED
             done = self._done_locked()
         if done:
             self._finish()
@@ -134,7 +145,7 @@ class Response:
         """The client is gone or the server stops: drop what is left; a running step stops
         after its current piece."""
         with self._lock:
-            self._over = True
+            self._phase = _Phase.OVER
             self._texts.clear()
             self._chunks.clear()
         self._work.remove(self)
@@ -144,13 +155,14 @@ class Response:
         """A stream with nothing to do until its client sends more."""
         with self._lock:
             idle = not (self._texts or self._chunks or self._busy)
-            return idle and not self._input_closed and not self._over
+            return idle and self._phase is _Phase.OPEN
 
     # --- for the schedule (under the work's lock) -------------------------------------
 
     def ready(self) -> bool:
         has_work = bool(self._texts or self._chunks)
-        return has_work and not (self._busy or self._over) and self._backlog_s < MAX_BACKLOG_S
+        over = self._phase is _Phase.OVER
+        return has_work and not (self._busy or over) and self._backlog_s < MAX_BACKLOG_S
 
     def take(self) -> StepTask:
         self._busy = True
@@ -176,52 +188,39 @@ class Response:
             if done:
                 self._finish()
 
-    def _next_chunk(self) -> Chunk | None:
+    def _next_chunk(self) -> PlannedChunk | None:
         with self._lock:
             if self._chunks:
                 return self._chunks.popleft()
-            if not self._texts or self._over:
+            if not self._texts or self._phase is _Phase.OVER:
                 return None
-            text, first = self._texts.popleft(), not self._planned
-            self._planned = True
+            text, first = self._texts.popleft(), self._start is _Start.FRESH
+            if first:
+                self._start = _Start.PLANNED
         chunks = self._work.plan(self, text, first)
         with self._lock:
             self._chunks.extend(chunks[1:])
         return chunks[0] if chunks else None
 
-    def _render(self, chunk: Chunk) -> None:
-        rate = self.choice.rate
-        first, self._spoken = not self._spoken, True
-        started = time.monotonic()
-        audio = self._work.cached_audio(chunk, first, self.name)
-        try:
-            pieces = render(
-                chunk.voice,
-                chunk.text,
-                chunk.options,
-                first,
-                rate,
-                audio,
-                silence=chunk.silence,
-                breaks=chunk.breaks,
-                sounds=chunk.sounds,
-            )
-            for pcm in pieces:
-                with self._lock:
-                    if self._over:
-                        return
-                    self._backlog_s += len(pcm) / rate
-                self._emit(pcm)
-        finally:
-            if audio is not None:
-                audio.close()  # a synthesis cut short: whoever waits for its chunk goes on
-            self.synth_seconds += time.monotonic() - started
+    def _render(self, chunk: PlannedChunk) -> None:
+        rate = self.rate
+        first, self._start = self._start is not _Start.SPEAKING, _Start.SPEAKING
+
+        def deliver(pcm: np.ndarray) -> bool:
+            with self._lock:
+                if self._phase is _Phase.OVER:
+                    return False
+                self._backlog_s += len(pcm) / rate
+            self._emit(pcm)
+            return True
+
+        self._work.renderer.render(chunk, first, rate, deliver, stats=self.stats, whose=self.name)
 
     def _fail(self, text: str, code: str) -> None:
         with self._lock:
-            if self._over:
+            if self._phase is _Phase.OVER:
                 return
-            self._over = True
+            self._phase = _Phase.OVER
             self._texts.clear()
             self._chunks.clear()
         self._work.remove(self)
@@ -235,9 +234,9 @@ class Response:
 
     def _done_locked(self) -> bool:
         """True once, when the last piece is out and no more text comes."""
-        if self._over or self._busy or self._texts or self._chunks or not self._input_closed:
+        if self._phase is not _Phase.CLOSED or self._busy or self._texts or self._chunks:
             return False
-        self._over = True
+        self._phase = _Phase.OVER
         return True
 
 
@@ -257,7 +256,9 @@ class Responses:
         self.lock = threading.Lock()
         self.wake = wake  # the schedule's: an idle worker looks for work again
         self._voices = voices
-        self._cache = cache  # the pipeline's: None with cache.enabled off
+        # The chunks render as a local request's do, through the pipeline's phrase cache
+        # (None with cache.enabled off).
+        self.renderer = ChunkRenderer(cache)
         self._responses: deque[Response] = deque()
         self._names = itertools.count(1)
         self._first_router = Router(synthesis, voices, lexicon, text)
@@ -270,7 +271,7 @@ class Responses:
         emit: Emit,
         *,
         door: str,
-        streaming: bool,
+        text_input: TextInput,
         voice: str | None = None,
         language: str | None = None,
         speaker: str | None = None,
@@ -286,7 +287,8 @@ class Responses:
         chosen = self._voices.choose(voice, language)
         options = self._voices.options_for(chosen, speaker=speaker, speed=speed, tuning=tuning)
         chosen.speaker_id(options.speaker)
-        response = Response(self, VoiceChoice(name, chosen, options), emit, streaming, door)
+        choice = VoiceChoice(name, chosen, options)
+        response = Response(self, choice, emit, text_input, door)
         with self.lock:
             self._responses.append(response)
         return response
@@ -311,7 +313,7 @@ class Responses:
                     return response.take()
         return None
 
-    def plan(self, response: Response, text: str | Document, first: bool) -> list[Chunk]:
+    def plan(self, response: Response, text: str | Document, first: bool) -> list[PlannedChunk]:
         """`text`'s chunks, routed by writing system as an MQTT request's are. A stream's
         sentence with nothing to say (a lone "...") is skipped; the text of a plain
         request must have something (EmptyTextError)."""
@@ -320,21 +322,6 @@ class Responses:
         try:
             return router.plan(text, choice.voice, choice.options)
         except EmptyTextError:
-            if not response.streaming:
+            if response.text_input is not TextInput.STREAM:
                 raise
             return []
-
-    def cached_audio(self, chunk: Chunk, first: bool, whose: str) -> ChunkAudio | None:
-        """The chunk's voice audio through the phrase cache, as an MQTT request's."""
-        return cached_audio(self._cache, chunk.voice, chunk.text, chunk.options, first, whose)
-
-
-def emit_to(queue: asyncio.Queue[Out], loop: asyncio.AbstractEventLoop) -> Emit:
-    """An `Emit` that hands each piece from a synthesis worker to an asyncio door's
-    `queue` (unbounded: the response's backlog limit bounds it)."""
-
-    def emit(item: Out) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is closed: the door stopped
-            loop.call_soon_threadsafe(queue.put_nowait, item)
-
-    return emit

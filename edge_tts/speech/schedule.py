@@ -14,17 +14,16 @@ import heapq
 import itertools
 import threading
 import time
+from dataclasses import dataclass
 from typing import Protocol
 
 from ..audio.output import AudioOutput
 from ..messages.request import SayRequest
-from .jobs import ChunkTask, Job, PlanTask, Played, StepTask, Task
+from .jobs import ChunkTask, Job, PlanPhase, PlanResult, PlanTask, Played, StepTask, Task
 
 LOOKAHEAD_CHUNKS = 2  # synthesized but unplayed chunks of the playing request
 NEXT_JOB_CHUNKS = 1  # chunks prepared for the request that plays next
 _WAIT_S = 0.5  # how often a waiting thread re-checks the stop event
-ANSWERED = "already answered"  # enqueue(): the same request's final event is out
-PLAYED = "already played"  # enqueue(): the same request played to its end before
 
 
 class TaskClass(enum.IntEnum):
@@ -37,6 +36,34 @@ class TaskClass(enum.IntEnum):
     REMOTE = 2  # responses played elsewhere (Wyoming, HTTP), taking turns (responses.py)
     PRERENDER = 3  # the phrase cache's phrases: only when nothing else is queued or running
     KEEP_WARM = 4  # a short phrase per voice after a quiet spell (keepwarm.py): idle only
+
+
+class Twin(enum.Enum):
+    """Why a request is a duplicate: where the first copy of it is. The value is the
+    reason its `duplicate` event gives."""
+
+    QUEUED = "already queued"  # this copy is acknowledged with it
+    PLAYING = "already playing"  # this copy is acknowledged with it
+    ANSWERED = "already answered"  # its final event is out: this copy is answered alone
+    PLAYED = "already played"  # it played to its end before
+
+
+@dataclass(frozen=True)
+class Queued:
+    position: int  # requests ahead of it
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    twin: Twin
+
+
+@dataclass(frozen=True)
+class QueueFull:
+    pass
+
+
+Admission = Queued | Duplicate | QueueFull  # what `Schedule.enqueue` made of a request
 
 
 class Producer(Protocol):
@@ -99,8 +126,8 @@ class Schedule:
 
     # --- intake -----------------------------------------------------------------------
 
-    def enqueue(self, job: Job, played: Played | None = None) -> int | str | None:
-        """The queue position, why it is a duplicate, or None when the queue is full.
+    def enqueue(self, job: Job, played: Played | None = None) -> Admission:
+        """Queued at a position, a duplicate of which copy, or refused: the queue is full.
         A request held here is found before `played` (the keys played to their end) is
         asked: one that is finishing is already in `played` while its final event is
         still to go out, and a copy of it then is the broker's, answered with it."""
@@ -109,22 +136,22 @@ class Schedule:
             if twin is not None and twin.concluded:
                 # Its final event is out or going out, with its deliveries acknowledged:
                 # attached now, this copy's would never be. It is answered on its own.
-                return ANSWERED
+                return Duplicate(Twin.ANSWERED)
             if twin is not None:
                 # The same request is queued or playing: this delivery is acknowledged with
                 # the first copy's, once that one's fate is known.
                 twin.deliveries = [*twin.deliveries, *job.deliveries]
                 job.deliveries = []
-                return f"already {'playing' if twin is self._playing else 'queued'}"
+                return Duplicate(Twin.PLAYING if twin is self._playing else Twin.QUEUED)
             if played is not None and job.request.dedupe and job.request.key in played:
-                return PLAYED
+                return Duplicate(Twin.PLAYED)
             if len(self._queue) >= self.size:
-                return None
+                return QueueFull()
             job.seq = next(self._seq)
             heapq.heappush(self._queue, job)
             self._maybe_interrupt(job)
             self._cond.notify_all()
-            return sum(1 for other in self._queue if other < job)
+            return Queued(sum(1 for other in self._queue if other < job))
 
     def _active_twin(self, request: SayRequest) -> Job | None:
         if not request.dedupe:
@@ -177,6 +204,15 @@ class Schedule:
                 self._cond.wait(min(left, _WAIT_S))
         return None
 
+    def plan_done(self, job: Job, result: PlanResult) -> None:
+        """The worker that took `job`'s plan has its result: chunks to render, or why it
+        cannot be spoken. The playback thread waiting for it goes on (`job.planned`)."""
+        with self._cond:
+            job.plan = result
+            job.phase = PlanPhase.DONE
+            job.planned_at = time.monotonic()
+        job.planned.set()
+
     def task_done(self) -> None:
         with self._cond:
             self._in_flight -= 1
@@ -189,7 +225,7 @@ class Schedule:
 
     def _pick_task(self) -> Task | None:
         playing = self._playing
-        if playing is not None and self._awaited_in_flight(playing):
+        if playing is not None and _awaited_in_flight(playing):
             return None
         for task_class in TaskClass:
             task = self._take(task_class)
@@ -202,38 +238,13 @@ class Schedule:
             playing = self._playing
             if playing is None or playing.interrupted_by:
                 return None
-            return self._job_task(playing, playing.played_chunks + LOOKAHEAD_CHUNKS)
+            return _job_task(playing, playing.played_chunks + LOOKAHEAD_CHUNKS)
         if task_class is TaskClass.NEXT:
-            return self._job_task(self._queue[0], NEXT_JOB_CHUNKS) if self._queue else None
+            return _job_task(self._queue[0], NEXT_JOB_CHUNKS) if self._queue else None
         if task_class >= TaskClass.PRERENDER and not self._idle():
             return None
         producer = self._producers.get(task_class)
         return producer.take() if producer is not None else None
-
-    @staticmethod
-    def _job_task(job: Job, limit: int) -> Task | None:
-        """Plan the job, or synthesize the first of its first `limit` chunks not taken."""
-        if job.chunks is None:
-            if job.planning:
-                return None
-            job.planning = True
-            return PlanTask(job)
-        for index, chunk in enumerate(job.chunks[:limit]):
-            if not chunk.taken:
-                chunk.taken = True
-                return ChunkTask(job, index)
-        return None
-
-    @staticmethod
-    def _awaited_in_flight(job: Job) -> bool:
-        if job.cancel.is_set():
-            return False
-        if job.chunks is None:
-            return job.planning
-        if job.played_chunks >= len(job.chunks):
-            return False
-        chunk = job.chunks[job.played_chunks]
-        return chunk.taken and not chunk.ready.is_set()
 
     # --- playback ------------------------------------------------------------------------
 
@@ -272,3 +283,32 @@ class Schedule:
 
     def _idle(self) -> bool:
         return not self._queue and self._playing is None and self._in_flight == 0
+
+
+# --- a job's next task (under the schedule's lock) ------------------------------------
+
+
+def _job_task(job: Job, limit: int) -> Task | None:
+    """Plan the job, or synthesize the first of its first `limit` chunks not taken."""
+    if job.phase is PlanPhase.WAITING:
+        job.phase = PlanPhase.PLANNING
+        return PlanTask(job)
+    for index, chunk in enumerate((job.chunks or ())[:limit]):
+        if not chunk.taken:
+            chunk.taken = True
+            return ChunkTask(job, index)
+    return None
+
+
+def _awaited_in_flight(job: Job) -> bool:
+    """Whether what the job plays next (its plan, its next chunk) is being made now."""
+    if job.cancel.is_set():
+        return False
+    if job.phase is not PlanPhase.DONE:
+        return job.phase is PlanPhase.PLANNING
+    if job.chunks is None:
+        return False
+    if job.played_chunks >= len(job.chunks):
+        return False
+    chunk = job.chunks[job.played_chunks]
+    return chunk.taken and not chunk.ready.is_set()

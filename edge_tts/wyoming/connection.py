@@ -27,7 +27,7 @@ from wyoming.tts import (
     SynthesizeVoice,
 )
 
-from ..speech.responses import Response
+from ..speech.responses import Response, TextInput
 from ..text import ssml
 from ..text.document import Document
 from ..text.ssml import looks_like_ssml
@@ -178,7 +178,7 @@ class Connection:
             text_format = "ssml"  # as on MQTT: HA's tts.speak sends a message as it is
         speech = self._parsed(text) if text_format == "ssml" else text
         voice = _voice(event.data)
-        response = await self._open(voice, streaming=False)
+        response = await self._open(voice, TextInput.WHOLE)
         _LOGGER.info(
             "Wyoming %s: synthesize, %d characters%s (%s)",
             self.peer,
@@ -194,7 +194,7 @@ class Connection:
             raise ClientError("synthesize-start inside a stream", "unexpected")
         ssml = _text_format(event.data) == "ssml"
         voice = _voice(event.data)
-        response = await self._open(voice, streaming=True)
+        response = await self._open(voice, TextInput.STREAM)
         self._sentences = SentenceBuffer()
         # A document is parsed whole, at synthesize-stop: its markup may cut any sentence.
         self._markup = [] if ssml else None
@@ -236,8 +236,8 @@ class Connection:
         except ssml.SsmlError as err:
             raise ClientError(str(err), "bad-ssml") from None
 
-    async def _open(self, voice: SynthesizeVoice | None, streaming: bool) -> Response:
-        response = await self._sender.open(voice, streaming)
+    async def _open(self, voice: SynthesizeVoice | None, text_input: TextInput) -> Response:
+        response = await self._sender.open(voice, text_input)
         self._chars = 0
         return response
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +22,8 @@ from wyoming.error import Error
 from wyoming.event import Event, async_write_event
 from wyoming.tts import SynthesizeStopped, SynthesizeVoice
 
-from ..speech.responses import Failed, Out, Response, emit_to
+from ..speech.audio_stream import AudioStream, StreamFailed
+from ..speech.responses import Response, TextInput
 from .protocol import ClientError
 
 if TYPE_CHECKING:  # only the type: connection.py builds on this module
@@ -54,25 +54,26 @@ class Sender:
             return False
         return not response.waiting_for_text
 
-    async def open(self, voice: SynthesizeVoice | None, streaming: bool) -> Response:
+    async def open(self, voice: SynthesizeVoice | None, text_input: TextInput) -> Response:
         """A new response (after the one before it is out: one at a time per client)."""
         await self.drain()
         await self.end()
-        queue: asyncio.Queue[Out] = asyncio.Queue()  # bounded by the response's backlog
         try:
-            response = self.ctx.responses.open(
-                emit_to(queue, asyncio.get_running_loop()),
-                door="wyoming",
-                streaming=streaming,
-                voice=voice.name if voice else None,
-                language=voice.language if voice else None,
-                speaker=voice.speaker if voice else None,
+            stream = AudioStream(
+                lambda emit: self.ctx.responses.open(
+                    emit,
+                    door="wyoming",
+                    text_input=text_input,
+                    voice=voice.name if voice else None,
+                    language=voice.language if voice else None,
+                    speaker=voice.speaker if voice else None,
+                )
             )
         except ValueError as err:  # an unknown voice, language or speaker
             raise ClientError(str(err), "bad-request") from None
         self.ctx.telemetry.count("wyoming_requests")
-        self.response = response
-        self._task = asyncio.create_task(self._send(response, queue), name=response.name)
+        response = self.response = stream.response
+        self._task = asyncio.create_task(self._send(stream), name=response.name)
         return response
 
     async def drain(self) -> None:
@@ -127,26 +128,23 @@ class Sender:
 
     # --- one response's audio (its own task) -------------------------------------------
 
-    async def _send(self, response: Response, queue: asyncio.Queue[Out]) -> None:
+    async def _send(self, stream: AudioStream[Response]) -> None:
         """The response's audio as it comes: audio-start (with the lead-in) before the
         first piece, audio-stop after the last, synthesize-stopped after a stream."""
-        rate, first_at, audio_s = response.choice.rate, 0.0, 0.0
+        response = stream.response
+        rate, started = response.rate, False
         try:
-            while True:
-                item = await queue.get()
-                if isinstance(item, np.ndarray):
-                    if not first_at:
-                        first_at = time.monotonic()
+            try:
+                async for pcm in stream.pieces():
+                    if not started:
+                        started = True
                         await self.write(AudioStart(rate=rate, width=2, channels=1).event())
                         await self._write_pcm(np.zeros(self._lead_in(rate), np.int16), rate)
-                    await self._write_pcm(item, rate)
-                    audio_s += len(item) / rate
-                    response.written(len(item) / rate)
-                elif isinstance(item, Failed):
-                    raise ClientError(item.text, item.code)
-                else:
-                    await self._finish(response, first_at, audio_s)
-                    return
+                    await self._write_pcm(pcm, rate)
+                    stream.taken(pcm)
+            except StreamFailed as failed:
+                raise ClientError(failed.text, failed.code) from None
+            await self._finish(response)
         except ClientError as err:
             self._fail(response)
             count_error(self.ctx, self.peer, "%s: %s; closing", err.text)
@@ -162,21 +160,21 @@ class Sender:
         response.cancel()
         self.failed = True
 
-    async def _finish(self, response: Response, first_at: float, audio_s: float) -> None:
-        asked = response.first_text_at
-        ttfa = (first_at - asked) * 1000 if first_at and asked is not None else None
-        rtf = response.synth_seconds / audio_s if audio_s else None
+    async def _finish(self, response: Response) -> None:
+        timing = response.timing
+        ttfa_ms = timing.time_to_first_audio_ms
         # Before the end goes out: a client that has the end finds the answer counted.
-        self.ctx.telemetry.answered("wyoming", ttfa, rtf)
-        if first_at:
+        self.ctx.telemetry.answered("wyoming", ttfa_ms, timing.real_time_factor)
+        if timing.first_audio_at is not None:
             await self.write(AudioStop().event())
-        if response.streaming:
+        if response.text_input is TextInput.STREAM:
             await self.write(SynthesizeStopped().event())
-        opened, now = response.opened_at, time.monotonic()
-        first = f"first audio after {(first_at - opened) * 1000:.0f} ms" if first_at else "no audio"
+        first = "no audio" if ttfa_ms is None else f"first audio after {ttfa_ms:.0f} ms"
+        received, finished = timing.received_at, timing.finished_at
+        took = finished - received if received is not None and finished is not None else 0.0
         _LOGGER.info(
             "Wyoming %s: %s done: %s, %.1f s of audio in %.1f s",
-            *(self.peer, response.name, first, audio_s, now - opened),
+            *(self.peer, response.name, first, timing.audio_seconds, took),
         )
 
     async def _write_pcm(self, pcm: np.ndarray, rate: int) -> None:
