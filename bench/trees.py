@@ -39,6 +39,9 @@ from bench.report_io import (
 
 ROOT = Path(__file__).resolve().parent.parent
 # Figures that are measurements, by their key: times, rates, sizes, CPU.
+# A list item known only by its index is one sample (a sentence, a round); a named one
+# (a table row with text fields) is a figure of its own.
+SAMPLE = re.compile(r"\[\d+\]")
 MEASURED = re.compile(r"ttfa|rtf|_ms|_s$|seconds|p50|p95|p99|median|per_s|rps|rss|cpu|mb", re.I)
 
 
@@ -128,7 +131,14 @@ def _numbers(value: Any, path: str = "") -> Iterator[tuple[str, float]]:
                 yield from _numbers(item, f"{path}.{key}" if path else str(key))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            yield from _numbers(item, f"{path}[{index}]")
+            yield from _numbers(item, f"{path}[{_label(item) or index}]")
+
+
+def _label(item: Any) -> str:
+    """A table row's name: its text fields ("ours (INT8), stream, long"), if it has any."""
+    if not isinstance(item, Mapping):
+        return ""
+    return ", ".join(value for value in item.values() if isinstance(value, str))
 
 
 def _paired(
@@ -137,8 +147,8 @@ def _paired(
     keys = [k for k in before[0] if all(k in run for run in (*before, *after))]
     rows = []
     for key in keys:
-        if not (every or (MEASURED.search(key) and "[" not in key)):
-            continue  # not a measurement, or one item of a list (its summary is shown)
+        if not (every or (MEASURED.search(key) and not SAMPLE.search(key))):
+            continue  # not a measurement, or one sample of a list (its summary is shown)
         pairs = [(b[key], a[key]) for b, a in zip(before, after, strict=True)]
         ratios = [a / b for b, a in pairs if b]
         rows.append(
