@@ -34,6 +34,7 @@ Methods:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
@@ -91,6 +92,35 @@ class Scheme:
         return node.op_type in self.op_types and included and not name.startswith(self.exclude)
 
 
+# The default (docs/quantization.md, "Calibration and 7-bit weights"): the first two
+# upsamplings in int8 pass the gate once the ranges are cut on each side at 99.95 %
+# (closer to FP32 than static-fast, a lower pause floor); 7-bit weights keep AVX2's
+# int8 kernels from saturating, so every CPU computes the same audio.
+_DEFAULT_RECIPE = Scheme(
+    "static-fast-ups01",
+    "static-fast plus ups.0-1 as int8 polyphase Convs; 7-bit weights, asymmetric 99.95 %",
+    "static",
+    ("Conv",),
+    include=(ENCODER, FLOW, *DECODER_STAGE0, *DECODER_STAGE1_RESBLOCKS, DECODER_UPS[1]),
+    reduce_range=True,
+    calibration="percentile",
+    percentile=99.95,
+    symmetric_ranges=False,
+    preprocess=True,
+    polyphase=DECODER_UPS[:2],
+)
+
+# The default with stage 2 in fp16 (docs/quantization.md, "Half-precision stage 2"): ups.2
+# as a polyphase Conv so that it has an fp16 kernel too. Elsewhere than on FP16 arithmetic
+# onnxruntime runs stage 2 in float: only slower, never chosen there.
+_FP16_STAGE2 = dataclasses.replace(
+    _DEFAULT_RECIPE,
+    name="static-fast-ups01-fp16",
+    summary="static-fast-ups01 plus HiFi-GAN stage 2 in fp16, for CPUs with FP16 arithmetic",
+    polyphase=DECODER_UPS,
+    half=DECODER_STAGE2,
+    needs=(FP16_ARITHMETIC,),
+)
 _SCHEME_LIST = (
     Scheme(
         "naive-dynamic",
@@ -156,41 +186,8 @@ _SCHEME_LIST = (
         preprocess=True,
         polyphase=DECODER_UPS[:1],
     ),
-    Scheme(
-        # The default (docs/quantization.md, "Calibration and 7-bit weights"): the first two
-        # upsamplings in int8 pass the gate once the ranges are cut on each side at 99.95 %
-        # (closer to FP32 than static-fast, a lower pause floor); 7-bit weights keep AVX2's
-        # int8 kernels from saturating, so every CPU computes the same audio.
-        "static-fast-ups01",
-        "static-fast plus ups.0-1 as int8 polyphase Convs; 7-bit weights, asymmetric 99.95 %",
-        "static",
-        ("Conv",),
-        include=(ENCODER, FLOW, *DECODER_STAGE0, *DECODER_STAGE1_RESBLOCKS, DECODER_UPS[1]),
-        reduce_range=True,
-        calibration="percentile",
-        percentile=99.95,
-        symmetric_ranges=False,
-        preprocess=True,
-        polyphase=DECODER_UPS[:2],
-    ),
-    Scheme(
-        # The default with stage 2 in fp16 (docs/quantization.md, "Half-precision stage 2"):
-        # ups.2 as a polyphase Conv so that it has an fp16 kernel too. Elsewhere than on
-        # FP16 arithmetic onnxruntime runs stage 2 in float: only slower, never chosen there.
-        "static-fast-ups01-fp16",
-        "static-fast-ups01 plus HiFi-GAN stage 2 in fp16, for CPUs with FP16 arithmetic",
-        "static",
-        ("Conv",),
-        include=(ENCODER, FLOW, *DECODER_STAGE0, *DECODER_STAGE1_RESBLOCKS, DECODER_UPS[1]),
-        reduce_range=True,
-        calibration="percentile",
-        percentile=99.95,
-        symmetric_ranges=False,
-        preprocess=True,
-        polyphase=DECODER_UPS,
-        half=DECODER_STAGE2,
-        needs=(FP16_ARITHMETIC,),
-    ),
+    _DEFAULT_RECIPE,
+    _FP16_STAGE2,
     Scheme(
         "weight-only",
         "int8 Conv weights (per channel) in encoder, duration predictor and flow; FP32 math",
