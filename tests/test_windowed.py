@@ -17,12 +17,13 @@ from edge_tts.speech.direct import speak
 from edge_tts.voice import files
 from edge_tts.voice.base import SynthesisParams
 from edge_tts.voice.decoder_cut import DECODER_FIRST_CONV, split_at_decoder
-from edge_tts.voice.model import Voice, new_session, session_options
+from edge_tts.voice.model import Voice, encoder_threads, new_session, session_options
 from edge_tts.voice.phonemize import text_to_ids
 from edge_tts.voice.windowed import (
     FIRST_WINDOW_FRAMES,
     MAX_WINDOW_FRAMES,
     DecoderStage,
+    WindowedEngine,
     even_step,
     next_window,
     window_plan,
@@ -256,3 +257,26 @@ def test_warm_up_runs_concurrent_long_sentences(voice_copy: files.VoiceFiles) ->
     longest = max(len(ids) for ids in voice.ids(", ".join([LONG.rstrip(".")] * 4) + "."))
     assert lengths == [longest, longest]
     assert longest == 2 * 300 + 3  # the cap: "^", pad, 300 x (phoneme, pad), "$"
+
+
+@pytest.mark.unit
+def test_a_quantized_encoder_half_runs_on_one_thread() -> None:
+    assert encoder_threads("static-fast-ups01", 2) == 1
+    assert encoder_threads("static-fast-ups01-fp16", 4) == 1
+    assert encoder_threads("static-fast-ups01", 1) == 1
+    assert encoder_threads(files.FP32, 2) == 2  # float kernels split well: kept
+    assert encoder_threads(files.IMPORTED, 3) == 3
+
+
+@pytest.mark.model
+def test_the_int8_voice_encodes_on_one_thread_and_decodes_on_two() -> None:
+    int8 = files.default_voice()
+    if not int8.model.name.endswith(files.INT8_SUFFIX):
+        pytest.skip("no INT8 build (scripts/setup makes one)")
+    voice = Voice(int8, threads=2)
+    voice.load()
+    engine = voice._engine
+    assert isinstance(engine, WindowedEngine)
+    assert engine._encoder.get_session_options().intra_op_num_threads == 1
+    assert {s.session.get_session_options().intra_op_num_threads for s in engine._stages} == {2}
+    assert "encoder on 1 thread(s)" in engine.describe()

@@ -16,7 +16,7 @@ import onnxruntime
 from piper.config import PhonemeType, PiperConfig
 
 from .base import BuildInfo, SynthesisParams
-from .files import VoiceFiles, scheme_of
+from .files import FP32, IMPORTED, VoiceFiles, scheme_of
 from .integrity import read_pinned
 from .model_check import check_and_split
 from .phonemize import phonemes_to_ids, phonemize, text_to_ids
@@ -99,7 +99,18 @@ WARM_UP_TEXT = (
     "the longest piece of text that is synthesized in one go, two hundred characters."
 )
 
-# Decoder windows (latent frames; 256 samples = 11.6 ms each for the usual voices).
+# A quantized encoder half (text encoder, duration predictor, flow: ~2,800 mostly small
+# ops) runs on one thread: a second one saves it no wall time at the lengths a chunk has
+# and costs 1.3-1.4x the CPU, while the FP32 encoder's float kernels do split well (one
+# thread: 9 % slower). The decoder keeps the configured threads (docs/benchmarks.md).
+QUANTIZED_ENCODER_THREADS = 1
+
+
+def encoder_threads(scheme: str, threads: int) -> int:
+    """Intra-op threads for the encoder half of a `scheme` build configured for `threads`."""
+    if scheme in (FP32, IMPORTED):
+        return threads
+    return min(threads, QUANTIZED_ENCODER_THREADS)
 
 
 class Voice:
@@ -220,7 +231,7 @@ class Voice:
             engine = WholeEngine(self._session(data))
         else:
             data = b""  # not needed any more: a lower peak while the encoder session loads
-            encoder = self._session(halves.encoder)
+            encoder = new_session(halves.encoder, encoder_threads(self.build.scheme, self._threads))
             engine = WindowedEngine(encoder, probed, halves, self.sample_rate)
         del data, halves
         release_free_memory()  # parsed graphs and byte strings are garbage now

@@ -90,7 +90,11 @@ class WindowedEngine:
 
     def describe(self) -> str:
         contexts = " + ".join(str(stage.context) for stage in self._stages)
-        return f"windowed decoding in {len(self._stages)} stage(s), context {contexts} steps"
+        threads = self._encoder.get_session_options().intra_op_num_threads
+        return (
+            f"encoder on {threads} thread(s), windowed decoding in {len(self._stages)} "
+            f"stage(s), context {contexts} steps"
+        )
 
     def warm_up(self) -> None:
         """Size the decoder's arena for the largest window now, not during a request."""
