@@ -4,6 +4,7 @@ stands among the words and breaks, or its fallback text; nothing is ever fetched
 from __future__ import annotations
 
 import os
+import re
 import wave
 from pathlib import Path
 
@@ -23,7 +24,8 @@ from edge_tts.speech.chunk_render import ChunkRenderer, ChunkStats
 from edge_tts.speech.routing import Router
 from edge_tts.speech.synthesis import render
 from edge_tts.text import EmptyTextError
-from edge_tts.text.readings import readable
+from edge_tts.text.lexicon import Entry, Lexicon
+from edge_tts.text.readings import readable, reading
 from edge_tts.text.ssml import parse
 from edge_tts.voice.base import SpeechOptions
 
@@ -299,3 +301,46 @@ def test_a_chunk_without_speech_asks_neither_the_cache_nor_the_voice(
     assert counters["cache_misses"] == counters["cache_hits"] == 0
     voice = chunk.voice
     assert isinstance(voice, FakeVoice) and not voice.loaded and voice.calls == 0
+
+
+# --- the fallback text is text like any other -----------------------------------------------
+
+
+@pytest.mark.parametrize("src", ["bell.wav", "https://x/bell.mp3", "../chime.wav"])
+def test_the_fallback_of_an_audio_that_cannot_play_goes_through_the_lexicon(
+    sounds_dir: Path, src: str
+) -> None:
+    lexicon = Lexicon(
+        [Entry("Nguyen", alias="win"), Entry("Castro", reading=reading("ipa", "kˈæstɹoʊ"))]
+    )
+    text = TextSettings(sounds_dir=sounds_dir)
+    routed = Router(SynthesisSettings(), lexicon=lexicon, text=text)
+    body = f'<audio src="{src}">Nguyen rang 3 times for Castro.</audio>'
+    document = parse(f"<speak>{body}</speak>", max_chars=2000)
+    (chunk,) = routed.plan(document, FakeVoice(), SpeechOptions())
+    assert readable(chunk.text) == "win rang three times for [ipa: kˈæstɹoʊ]."
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ('<s><audio src="bell.wav">Nguyen rang</audio></s><s>Next</s>', ["win rang.", "Next."]),
+        ('<p><audio src="bell">The door</audio></p>Nguyen', ["The gate. win"]),
+        ('<s>Hi <audio src="bell">Nguyen!</audio></s>Go', ["Hi win!", "Go"]),
+    ],
+)
+def test_a_fallback_that_ends_a_sentence_ends_it_as_the_same_text_would(
+    sounds_dir: Path, body: str, said: list[str]
+) -> None:
+    """<s> and <p> end their sentence after the fallback that is read (it was run on
+    into the next: "win rangNext."), the lexicon applied to it: as without <audio>."""
+    lexicon = Lexicon([Entry("Nguyen", alias="win"), Entry("door", alias="gate")])
+    routed = Router(SynthesisSettings(), lexicon=lexicon, text=TextSettings(sounds_dir=sounds_dir))
+    for text in (body, re.sub(r"</?audio[^>]*>", "", body)):
+        document = parse(f"<speak>{text}</speak>", max_chars=2000)
+        assert [c.text for c in routed.plan(document, FakeVoice(), SpeechOptions())] == said
+
+
+def test_a_sound_that_plays_at_a_sentences_end_says_no_period(sounds_dir: Path) -> None:
+    body = '<s><audio src="chime">Ding</audio></s><s>Next</s>'
+    assert placed(plan(body, sounds_dir)) == [("Next.", (0, 0), [("before", 0.0)])]
