@@ -537,11 +537,13 @@ def test_readings_no_voice_reads_are_read_as_their_text_saying_why() -> None:
 
 
 @pytest.mark.unit
-def test_nothing_to_say_is_an_error_even_with_breaks() -> None:
-    with pytest.raises(EmptyTextError):
-        plan('<break time="1s"/>')
-    with pytest.raises(EmptyTextError):
-        plan('<s>  </s><mark name="x"/>')
+def test_nothing_to_say_is_an_error_unless_a_break_plays_silence() -> None:
+    """A text of only breaks is their silence, as a text of only sounds is those
+    (test_ssml_audio.py); with nothing to say and nothing to play it is empty."""
+    assert said(plan('<break time="1s"/>')) == [("", "joe", (1.0, 0.0))]
+    for body in ('<s>  </s><mark name="x"/>', '<break strength="none"/>'):
+        with pytest.raises(EmptyTextError):
+            plan(body)
 
 
 @pytest.mark.unit

@@ -4,22 +4,32 @@ stands among the words and breaks, or its fallback text; nothing is ever fetched
 from __future__ import annotations
 
 import os
+import re
 import wave
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from edge_tts import cache
 from edge_tts.audio.sounds import SoundError, Sounds
 from edge_tts.cache.planned import PlannedChunk
+from edge_tts.cache.serving import PhraseCache
+from edge_tts.cache.store import CacheStore
+from edge_tts.cli.oneshot import say
 from edge_tts.config import SynthesisSettings, TextSettings
+from edge_tts.core.telemetry import Telemetry
+from edge_tts.speech import FIGURES
+from edge_tts.speech.chunk_render import ChunkRenderer, ChunkStats
 from edge_tts.speech.routing import Router
 from edge_tts.speech.synthesis import render
-from edge_tts.text.readings import readable
+from edge_tts.text import EmptyTextError
+from edge_tts.text.lexicon import Entry, Lexicon
+from edge_tts.text.readings import readable, reading
 from edge_tts.text.ssml import parse
 from edge_tts.voice.base import SpeechOptions
 
-from .support.fakes import FakeVoice
+from .support.fakes import FakeOutput, FakeVoice
 
 pytestmark = pytest.mark.unit
 
@@ -188,3 +198,149 @@ def test_the_sound_is_played_at_the_chunks_rate_in_its_place(sounds_dir: Path) -
 def dominant_hz(samples: np.ndarray, rate: int) -> float:
     spectrum = np.abs(np.fft.rfft(samples))
     return float(np.fft.rfftfreq(samples.size, 1 / rate)[int(np.argmax(spectrum))])
+
+
+# --- a text of only sounds and breaks -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "silence", "sounds"),
+    [
+        ('<audio src="chime.wav"/>', (0, 0), [("before", 0.0)]),
+        ('<break time="300ms"/><audio src="chime.wav"/>', (0.3, 0), [("before", 0.3)]),
+        (
+            '<audio src="chime"/><break time="1s"/><audio src="chime"/>',
+            (1, 0),
+            [("before", 0.0), ("before", 1.0)],
+        ),
+        ('<break time="200ms"/>...<audio src="chime"/>', (0.2, 0), [("before", 0.2)]),
+        ('<break time="1s"/>', (1, 0), []),
+    ],
+)
+def test_a_text_of_only_sounds_and_breaks_is_one_chunk_without_speech(
+    sounds_dir: Path, body: str, silence: tuple[float, float], sounds: list[tuple[str, float]]
+) -> None:
+    assert placed(plan(body, sounds_dir)) == [("", silence, sounds)]
+
+
+def test_an_audio_that_cannot_play_says_its_fallback_even_alone(sounds_dir: Path) -> None:
+    for body in (
+        '<audio src="bell.wav">Ding dong.</audio>',
+        '<audio src="https://x/a.mp3">Ding dong.</audio>',
+    ):
+        assert placed(plan(body, sounds_dir)) == [("Ding dong.", (0, 0), [])]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '<audio src="bell.wav"/>',  # not there, no fallback
+        '<audio src="../chime.wav"/>',  # outside the directory
+        '<audio src="https://x/chime.mp3"> </audio>',
+        '<break strength="none"/><audio src="bell"/>',  # a 0 s break plays nothing
+    ],
+)
+def test_with_no_sound_to_play_no_fallback_and_no_break_it_is_empty(
+    sounds_dir: Path, body: str
+) -> None:
+    with pytest.raises(EmptyTextError, match="nothing speakable"):
+        plan(body, sounds_dir)
+
+
+def speakers_audio(body: str, sounds_dir: Path) -> np.ndarray:
+    """What `edge-ttsd say` plays for `<speak>body</speak>`: its pipeline, a fake voice
+    and output, the sounds of `sounds_dir`."""
+    text = f"<speak>{body}</speak>"
+    output, voice = FakeOutput(speedup=1000), FakeVoice()
+    say(
+        text,
+        voice,
+        SpeechOptions(),
+        output,
+        SynthesisSettings(),
+        parse(text, max_chars=2000),
+        router(sounds_dir),
+    )
+    return output.recorded["say"].astype(np.float64)
+
+
+def test_say_plays_a_text_that_is_only_a_sound(tmp_path: Path) -> None:
+    write_wav(tmp_path / "doorbell.wav", 0.3)
+    pcm = speakers_audio('<audio src="doorbell.wav"/>', tmp_path)
+    assert pcm.size == round(0.3 * 22_050)  # the sound, resampled, and nothing else
+    assert dominant_hz(pcm, 22_050) == pytest.approx(CHIME_HZ, abs=5)
+    assert abs(pcm).max() > 0.4 * 32767
+
+
+def test_say_plays_the_break_then_the_sound(sounds_dir: Path) -> None:
+    pcm = speakers_audio('<break time="300ms"/><audio src="chime.wav"/>', sounds_dir)
+    gap, chime = round(0.3 * 22_050), round(0.3 * 22_050)
+    assert pcm.size == gap + chime
+    assert not pcm[:gap].any()
+    assert dominant_hz(pcm[gap:], 22_050) == pytest.approx(CHIME_HZ, abs=5)
+
+
+def test_a_chunk_without_speech_asks_neither_the_cache_nor_the_voice(
+    sounds_dir: Path, tmp_path: Path
+) -> None:
+    (chunk,) = plan('<audio src="chime"/>', sounds_dir)
+    store = CacheStore(tmp_path / "cache", 2**20)
+    store.open()
+    telemetry = Telemetry(figures=(FIGURES, cache.FIGURES))
+    pieces: list[np.ndarray] = []
+
+    def deliver(pcm: np.ndarray) -> bool:
+        pieces.append(pcm)
+        return True
+
+    renderer = ChunkRenderer(PhraseCache(store, telemetry))  # the daemon's, every door's
+    renderer.render(chunk, True, 22_050, deliver, stats=ChunkStats(), whose="t")
+    assert sum(p.size for p in pieces) == round(0.3 * 22_050)
+    counters = telemetry.snapshot({})["counters"]
+    assert isinstance(counters, dict)
+    assert counters["cache_misses"] == counters["cache_hits"] == 0
+    voice = chunk.voice
+    assert isinstance(voice, FakeVoice) and not voice.loaded and voice.calls == 0
+
+
+# --- the fallback text is text like any other -----------------------------------------------
+
+
+@pytest.mark.parametrize("src", ["bell.wav", "https://x/bell.mp3", "../chime.wav"])
+def test_the_fallback_of_an_audio_that_cannot_play_goes_through_the_lexicon(
+    sounds_dir: Path, src: str
+) -> None:
+    lexicon = Lexicon(
+        [Entry("Nguyen", alias="win"), Entry("Castro", reading=reading("ipa", "kˈæstɹoʊ"))]
+    )
+    text = TextSettings(sounds_dir=sounds_dir)
+    routed = Router(SynthesisSettings(), lexicon=lexicon, text=text)
+    body = f'<audio src="{src}">Nguyen rang 3 times for Castro.</audio>'
+    document = parse(f"<speak>{body}</speak>", max_chars=2000)
+    (chunk,) = routed.plan(document, FakeVoice(), SpeechOptions())
+    assert readable(chunk.text) == "win rang three times for [ipa: kˈæstɹoʊ]."
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ('<s><audio src="bell.wav">Nguyen rang</audio></s><s>Next</s>', ["win rang.", "Next."]),
+        ('<p><audio src="bell">The door</audio></p>Nguyen', ["The gate. win"]),
+        ('<s>Hi <audio src="bell">Nguyen!</audio></s>Go', ["Hi win!", "Go"]),
+    ],
+)
+def test_a_fallback_that_ends_a_sentence_ends_it_as_the_same_text_would(
+    sounds_dir: Path, body: str, said: list[str]
+) -> None:
+    """<s> and <p> end their sentence after the fallback that is read (it was run on
+    into the next: "win rangNext."), the lexicon applied to it: as without <audio>."""
+    lexicon = Lexicon([Entry("Nguyen", alias="win"), Entry("door", alias="gate")])
+    routed = Router(SynthesisSettings(), lexicon=lexicon, text=TextSettings(sounds_dir=sounds_dir))
+    for text in (body, re.sub(r"</?audio[^>]*>", "", body)):
+        document = parse(f"<speak>{text}</speak>", max_chars=2000)
+        assert [c.text for c in routed.plan(document, FakeVoice(), SpeechOptions())] == said
+
+
+def test_a_sound_that_plays_at_a_sentences_end_says_no_period(sounds_dir: Path) -> None:
+    body = '<s><audio src="chime">Ding</audio></s><s>Next</s>'
+    assert placed(plan(body, sounds_dir)) == [("Next.", (0, 0), [("before", 0.0)])]

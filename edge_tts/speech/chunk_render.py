@@ -54,6 +54,8 @@ class ChunkRenderer:
         `whose` names the request in the log. A failing voice raises; `stats` holds
         what was done until then."""
         started = stats.started_at = time.monotonic()
+        # A chunk of only breaks and sounds has no voice audio to look up: no miss counted.
+        use_cache = use_cache and bool(chunk.text)
         audio = cached_audio(self.cache, chunk, first, whose) if use_cache else None
         stats.cached = audio is not None and audio.cached
         try:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from ..audio.sounds import PlacedSound, Sound, SoundError, Sounds
 from ..cache.planned import PlannedChunk
 from ..text.document import Audio, Break, Document, Span
+from ..voice.base import SpeechOptions, SpeechVoice
 
 
 @dataclass
@@ -26,6 +27,11 @@ class Gap:
 
     def placed(self, after: bool, offset: float = 0.0) -> tuple[PlacedSound, ...]:
         return tuple(PlacedSound(sound, after, offset + at) for at, sound in self.sounds)
+
+    @property
+    def audible(self) -> bool:
+        """Whether it plays anything: a sound, or a break longer than 0 s."""
+        return bool(self.sounds) or self.seconds > 0
 
 
 def with_sounds(
@@ -69,6 +75,23 @@ def followed_by(chunk: PlannedChunk, after: Gap) -> PlannedChunk:
     silence = (before, already + after.seconds)
     sounds = chunk.sounds + after.placed(after=True, offset=already)
     return PlannedChunk(chunk.text, chunk.voice, chunk.options, silence, breaks, sounds)
+
+
+def ended(
+    chunks: list[PlannedChunk], after: Gap | None, voice: SpeechVoice, options: SpeechOptions
+) -> list[PlannedChunk]:
+    """The chunks with the breaks and sounds after the last one. With no chunk at all (a
+    document of only sounds and breaks, `<speak><audio src="doorbell"/></speak>`), one
+    without speech that plays them, with the request's `voice` and `options` (its
+    volume); none when there is nothing to play either (the router's EmptyTextError)."""
+    if after is None:
+        return chunks
+    if chunks:
+        return [*chunks[:-1], followed_by(chunks[-1], after=after)]
+    if not after.audible:
+        return []
+    silence, breaks = (after.seconds, 0.0), (True, False)
+    return [PlannedChunk("", voice, options, silence, breaks, after.placed(after=False))]
 
 
 def _at(piece: Audio) -> str:

@@ -36,7 +36,7 @@ from ..text.scripts import script_of
 from ..voice.base import SpeechOptions, SpeechVoice
 from ..voice.registry import Voices
 from .fitting import as_text, check_readings, fit, normalize_spans, plain
-from .gaps import Gap, check_silence, followed_by, with_sounds
+from .gaps import Gap, check_silence, ended, followed_by, with_sounds
 from .voice_pick import Segment, VoicePicker
 
 log = logging.getLogger(__name__)
@@ -96,8 +96,8 @@ class Router:
         """The chunks of `text` (a plain text or a document), each with the voice and
         options that speak it: `voice` with `options`, or another voice for another
         writing system or a language a span names, with its own configured speaker and
-        pace at `speed` and the same volume. Raises EmptyTextError when nothing is
-        speakable, ValueError (UnsupportedScriptError) for text no configured voice reads
+        pace at `speed` and the same volume. Raises EmptyTextError when nothing is said
+        or played, ValueError (UnsupportedScriptError) for text no configured voice reads
         or a span naming a voice or language there is not, with the reason. `notes`
         gets what was read otherwise than written (an <audio> without its sound, a
         reading the voice cannot say), each also logged at debug."""
@@ -115,12 +115,10 @@ class Router:
         if notes is not None:
             notes.extend(said)
         groups, trailing = self._groups(document, voice, found)
-        chunks = self._chunks(groups, voice, options, speed)
+        chunks = self._chunks(groups, trailing, voice, options, speed)
         if not chunks:
             excerpt = text[:40] if isinstance(text, str) else _written(document)[:40]
             raise EmptyTextError(f"text has nothing speakable: {excerpt!r}")
-        if trailing is not None:
-            chunks[-1] = followed_by(chunks[-1], after=trailing)
         check_silence(chunks, self._max_silence_s)
         return chunks
 
@@ -141,10 +139,16 @@ class Router:
         return tuple(pieces)
 
     def _chunks(
-        self, groups: list[_Group], voice: SpeechVoice, options: SpeechOptions, speed: float | None
+        self,
+        groups: list[_Group],
+        trailing: Gap | None,
+        voice: SpeechVoice,
+        options: SpeechOptions,
+        speed: float | None,
     ) -> list[PlannedChunk]:
         """Each group's chunks; the silence of a break (or a sound) before a group goes
-        after the chunk before it, or before the first chunk of all."""
+        after the chunk before it, or before the first chunk of all; `trailing`, the
+        breaks and sounds after the last group, after the last chunk (gaps.ended)."""
         chunks: list[PlannedChunk] = []
         pending: Gap | None = None  # the breaks and sounds since the last chunk
         for group in groups:
@@ -163,9 +167,10 @@ class Router:
                 chunk = PlannedChunk(piece, group.voice, group_options, silence, breaks, sounds)
                 chunks.append(chunk)
                 pending = None
-        if chunks and pending is not None:  # breaks after the last group that said something
-            chunks[-1] = followed_by(chunks[-1], after=pending)
-        return chunks
+        if trailing is not None:  # with those of groups that said nothing ("...") before
+            pending = pending or Gap()
+            pending.add(trailing)
+        return ended(chunks, pending, voice, options)
 
     # --- which voice ---------------------------------------------------------------------
 

@@ -43,11 +43,14 @@ def render(
     and after the speech, in seconds (SSML's breaks: the chunk's `silence`). Where a
     break stands (`breaks`: before, after), it is the pause: the voice's own silence at
     that end of the chunk is trimmed, so a 1 s break is 1 s between the words. `sounds`
-    (SSML's <audio>) play inside that silence, where they stood among the breaks.
+    (SSML's <audio>) play inside that silence, where they stood among the breaks. A chunk
+    with no text (a document of only sounds and breaks) is only that: the voice is not
+    asked.
     """
     rate = rate or voice.sample_rate
     yield from _gap(silence[0], [s for s in sounds if not s.after], rate, options.volume)
-    yield from _speech(voice, text, options, (first, breaks), rate, audio)
+    if text:
+        yield from _speech(voice, text, options, (first, breaks), rate, audio)
     yield from _gap(silence[1], [s for s in sounds if s.after], rate, options.volume)
 
 

@@ -4,7 +4,7 @@ and calls these); ssml_values.py reads their attributes' values."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, NoReturn
 
@@ -242,13 +242,34 @@ class Elements:
 
     def _end_sentence(self, frame: Frame) -> None:
         """<p> and <s> end a sentence: a period where their text ends without a mark, and
-        a space, so that the next one starts a word."""
-        spans = [p for p in self._pieces[frame.first_piece :] if isinstance(p, Span)]
-        said = [s for s in spans if s.text.strip() or not s.plain]
-        if not said:
-            return
-        ended = said[-1].plain and _TERMINATOR.search(said[-1].text)
-        self._pieces.append(Span(" " if ended else ". ", said[-1].style))
+        a space, so that the next one starts a word. Where an <audio>'s fallback ends
+        it, the end goes into the fallback: said when the fallback is, as the same text
+        outside <audio> would be (else it ran on into the next sentence)."""
+        pieces = self._pieces
+        for i in range(len(pieces) - 1, frame.first_piece - 1, -1):
+            piece = pieces[i]
+            if isinstance(piece, Audio) and (end := _sentence_end(piece.fallback)):
+                pieces[i] = replace(piece, fallback=(*piece.fallback, end))
+                return
+            if isinstance(piece, Span) and _said(piece):
+                break
+        end = _sentence_end(pieces[frame.first_piece :])
+        if end is not None:
+            pieces.append(end)
+
+
+def _said(span: Span) -> bool:
+    return bool(span.text.strip()) or not span.plain
+
+
+def _sentence_end(pieces: Sequence[Piece]) -> Span | None:
+    """What ends a sentence of these pieces' spans: a period where their text ends
+    without a mark, then a space; None when they say nothing."""
+    said = [p for p in pieces if isinstance(p, Span) and _said(p)]
+    if not said:
+        return None
+    ended = said[-1].plain and _TERMINATOR.search(said[-1].text)
+    return Span(" " if ended else ". ", said[-1].style)
 
 
 def _ignored_attribute(key: str) -> bool:
