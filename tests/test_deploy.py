@@ -233,7 +233,7 @@ def _add_fleet_vars(inventory: Path, voice: Path, wyoming_port: int) -> None:
     data["all"]["vars"]["edge_tts_languages"] = {"zh": "mandarin"}
     data["all"]["vars"]["edge_tts_unit_overrides"] = {"MemoryHigh": "550M", "MemoryMax": "800M"}
     data["all"]["vars"]["edge_tts_wyoming"] = {"uri": f"tcp://127.0.0.1:{wyoming_port}"}
-    data["all"]["vars"]["edge_tts_tune_args"] = ["--quick", "--threads", "2"]
+    data["all"]["vars"]["edge_tts_tune_args"] = ["--quick", "--threads", "2", "--schemes", "auto"]
     data["all"]["vars"]["edge_tts_lexicon"] = FLEET_LEXICON
     inventory.write_text(yaml.safe_dump(data, allow_unicode=True))
 
