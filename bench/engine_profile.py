@@ -2,6 +2,7 @@
 
     python -m bench.engine_profile --build int8 --rounds 2     # cProfile over the engine path
     python -m bench.engine_profile --build fp32 --parts         # + the same model run whole
+    python -m bench.engine_profile --build int8 --graph         # + time by part of the voice
 
 The profile: cProfile with the process's CPU time as its clock (every thread, onnxruntime's
 pool included) over bench.engine's `OurEngine` speaking the corpus `--rounds` times: the
@@ -13,6 +14,12 @@ front-end, noise scales as the voice's) with our session options, with spinning 
 piper-tts's session spins), once per sentence unsplit, with memory patterns on, and
 piper-tts itself, its threads parking as ours (FP32 only); interleaved per sentence,
 the order rotating; paired medians against piper-tts (or the spinning whole runs).
+
+`--graph`: onnxruntime's own profiler over the voice's halves as the engine cuts them
+(encoder half on the build's encoder threads, the decoder stages on 2), each chunk's
+sequences of the corpus run whole: the kernel time by part of the voice (text encoder,
+duration predictor, flow; HiFi-GAN's stages 0-2) and the nodes run per encoder run. The
+profiler adds a little to every node, so the many small ones weigh a bit more than they do.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from bench.engine import WARM_UP_TEXT, OurEngine, PiperEngine
@@ -162,6 +170,76 @@ def _ratios(
     }
 
 
+# HiFi-GAN's parts by stage: 0 runs at up to 8x the frame rate, 1 at 64x, 2 at 256x (audio).
+_HIFIGAN_STAGES = {
+    "stage 0": ("conv_pre", "ups.0", "resblocks.0", "resblocks.1", "resblocks.2"),
+    "stage 1": ("ups.1", "resblocks.3", "resblocks.4", "resblocks.5"),
+    "stage 2": ("ups.2", "resblocks.6", "resblocks.7", "resblocks.8", "conv_post"),
+}
+
+
+def _part(half: str, node: str) -> str:
+    """The part of the voice a profiled node belongs to, by its name (`/dp/flows.3/...`);
+    nodes onnxruntime inserted (layout Transposes, its own Q/DQ) count as their half's."""
+    path = node.split("/")
+    if len(path) < 3:
+        return f"{half}: inserted by onnxruntime"
+    if path[1] != "dec":
+        return f"{half}: {path[1]}"
+    stage = next((k for k, v in _HIFIGAN_STAGES.items() if path[2] in v), "other")
+    return f"decoder: HiFi-GAN {stage}"
+
+
+def graph_parts(build: str, lines: Sequence[str]) -> dict[str, Any]:
+    import json
+    import tempfile
+    from collections import Counter
+
+    import onnx
+    import onnxruntime
+
+    from edge_tts.voice import files
+    from edge_tts.voice.decoder_cut import split_at_decoder
+    from edge_tts.voice.model import Voice, encoder_threads, session_options
+    from edge_tts.voice.windowed import speaker_feeds
+
+    model = files.default_int8_path() if build == "int8" else files.packaged_fp32().model
+    voice = Voice(files.from_model_path(model))
+    halves = split_at_decoder(onnx.load(str(model)))
+    assert halves is not None, "a graph the engine cannot cut"
+    times: Counter[str] = Counter()
+    runs = 0
+    with tempfile.TemporaryDirectory() as tmp:
+
+        def session(data: bytes, threads: int, name: str) -> onnxruntime.InferenceSession:
+            options = session_options(threads)
+            options.enable_profiling = True
+            options.profile_file_prefix = f"{tmp}/{name}"
+            return onnxruntime.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+
+        encoder = session(halves.encoder, encoder_threads(voice.build.scheme, 2), "encoder")
+        stages = [session(stage, 2, f"decoder{i}") for i, stage in enumerate(halves.decoder)]
+        extra = speaker_feeds(halves.decoder_inputs)
+        for text in [WARM_UP_TEXT, *lines]:
+            for ids in voice.ids(text):
+                data = encoder.run(None, voice._feeds(ids, None))[0]
+                runs += 1
+                for name, stage in zip(halves.stage_inputs, stages, strict=True):
+                    feeds = {name: data, **(extra if stage is stages[0] else {})}
+                    data = stage.run(None, feeds)[0]
+        nodes = 0
+        for half, sess in [("encoder", encoder), *(("decoder", stage) for stage in stages)]:
+            for event in json.loads(Path(sess.end_profiling()).read_text()):
+                if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
+                    times[_part(half, event["name"])] += event["dur"]
+                    nodes += half == "encoder"
+    total = sum(times.values())
+    return {
+        "encoder_nodes_per_run": round(nodes / runs),
+        "share": {part: round(t / total, 3) for part, t in times.most_common()},
+    }
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     lines = evaluation_lines()
     before = os.getloadavg()
@@ -170,6 +248,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result["profile"] = profile(engine, lines, args.rounds)
     if args.parts:
         result["parts"] = parts(engine, args.build, lines, args.rounds)
+    if args.graph:
+        result["graph"] = graph_parts(args.build, lines)
     result["machine"] = machine_info(before)
     return result
 
@@ -187,6 +267,10 @@ def report(result: dict[str, Any]) -> None:
         rows = [(name, *values.values()) for name, values in result["parts"].items()]
         keys = list(next(iter(result["parts"].values())))
         table(("variant", *keys), rows)
+    if "graph" in result:
+        graph = result["graph"]
+        print(f"onnxruntime's profile: {graph['encoder_nodes_per_run']} nodes per encoder run")
+        table(("part of the voice", "share of kernel time"), list(graph["share"].items()))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -194,6 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--build", choices=("int8", "fp32"), default="int8")
     parser.add_argument("--rounds", type=int, default=2, help="passes over the corpus")
     parser.add_argument("--parts", action="store_true", help="also whole-graph runs, piper-tts")
+    parser.add_argument("--graph", action="store_true", help="also time by part of the voice")
     add_output_options(parser)
     return run_and_emit(run, parser.parse_args(argv), report)
 

@@ -143,3 +143,17 @@ def test_trees_without_a_benchmark_cannot_measure() -> None:
 
     args = _namespace(before="HEAD", rounds=1, all=False, bench=["--"])
     assert run_and_emit(trees.run, args, trees.report) == CANNOT_MEASURE
+
+
+def test_engine_profile_names_the_part_of_the_voice_a_node_is_in() -> None:
+    from bench.engine_profile import _part
+
+    assert _part("decoder", "/dec/resblocks.7/convs.1/Conv_kernel_time") == (
+        "decoder: HiFi-GAN stage 2"
+    )
+    assert (
+        _part("decoder", "/dec/ups.1/ConvTranspose_polyphase/Conv") == "decoder: HiFi-GAN stage 1"
+    )
+    assert _part("decoder", "/dec/conv_pre/Conv_kernel_time") == "decoder: HiFi-GAN stage 0"
+    assert _part("encoder", "/dp/flows.3/Mul_kernel_time") == "encoder: dp"
+    assert _part("encoder", "Transpose_token_13_kernel_time") == "encoder: inserted by onnxruntime"
