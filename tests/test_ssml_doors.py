@@ -17,6 +17,7 @@ import pytest
 import soxr
 from wyoming.audio import AudioChunk, AudioStart
 from wyoming.client import AsyncTcpClient
+from wyoming.error import Error
 from wyoming.event import Event
 from wyoming.tts import (
     Synthesize,
@@ -241,15 +242,15 @@ def wav_samples(data: bytes, rate: int) -> np.ndarray:
 
 
 async def wyoming_answer(port: int, events: list[Event], last: str) -> list[Event]:
-    """The events of one answer of the real `wyoming` client, up to the event `last` (or
-    an error)."""
+    """The events of one answer of the real `wyoming` client, up to the event `last`, or
+    to the end of the connection (the daemon closes it after an error)."""
     got: list[Event] = []
     async with AsyncTcpClient("127.0.0.1", port) as client:
         for event in events:
             await client.write_event(event)
         while (event := await client.read_event()) is not None:
             got.append(event)
-            if event.type in (last, "error"):
+            if event.type == last:
                 break
     return got
 
@@ -301,3 +302,40 @@ def test_a_document_of_only_a_chime_plays_it_and_says_nothing_on_every_door(
     for events, last in ((whole, "audio-stop"), (stream, "synthesize-stopped")):
         answer = asyncio.run(asyncio.wait_for(wyoming_answer(wyoming_port, events, last), WAIT_S))
         wyoming_chime(answer, workdir, stream=last == "synthesize-stopped")
+
+
+NOTHING = '<speak><audio src="missing.wav"/></speak>'  # not in the directory, no fallback
+
+
+def test_a_document_with_nothing_to_play_is_refused_on_every_door_which_then_serves_on(
+    chimed: tuple[DaemonProcess, int, int], workdir: Path
+) -> None:
+    daemon, http_port, wyoming_port = chimed
+    http = Http(daemon, http_port)
+    for path, field in (
+        ("/v1/audio/speech", "input"),
+        ("/synthesize", "text"),
+        ("/invoke", "text"),
+    ):
+        status, answer = http.json("POST", path, {field: NOTHING})
+        error = answer["error"]
+        assert status == 400 and error["code"] == "bad_text", (path, answer)
+        assert error["message"].startswith("text has nothing speakable"), (path, answer)
+        assert error["param"] == field, (path, answer)  # the field at fault, as every 400's
+    synthesize = [Synthesize(text=NOTHING).event()]
+    refused = asyncio.run(
+        asyncio.wait_for(wyoming_answer(wyoming_port, synthesize, "audio-stop"), WAIT_S)
+    )
+    assert [event.type for event in refused] == ["error"], refused  # then the end: closed
+    error = Error.from_event(refused[0])
+    assert error.code == "bad-text" and error.text.startswith("text has nothing speakable")
+
+    status, _, data = http.request("POST", "/synthesize", {"text": SOUND_ONLY})
+    assert status == 200
+    is_only_the_chime(wav_samples(data, RATE), RATE, workdir)
+    whole = [Synthesize(text=SOUND_ONLY).event()]
+    answer = asyncio.run(
+        asyncio.wait_for(wyoming_answer(wyoming_port, whole, "audio-stop"), WAIT_S)
+    )
+    wyoming_chime(answer, workdir, stream=False)
+    assert "Traceback" not in daemon.log()
