@@ -241,18 +241,22 @@ def wav_samples(data: bytes, rate: int) -> np.ndarray:
         return np.frombuffer(file.readframes(file.getnframes()), "<i2")
 
 
-async def wyoming_answer(port: int, events: list[Event], last: str) -> list[Event]:
+def wyoming_answer(port: int, events: list[Event], last: str) -> list[Event]:
     """The events of one answer of the real `wyoming` client, up to the event `last`, or
     to the end of the connection (the daemon closes it after an error)."""
-    got: list[Event] = []
-    async with AsyncTcpClient("127.0.0.1", port) as client:
-        for event in events:
-            await client.write_event(event)
-        while (event := await client.read_event()) is not None:
-            got.append(event)
-            if event.type == last:
-                break
-    return got
+
+    async def answer() -> list[Event]:
+        got: list[Event] = []
+        async with AsyncTcpClient("127.0.0.1", port) as client:
+            for event in events:
+                await client.write_event(event)
+            while (event := await client.read_event()) is not None:
+                got.append(event)
+                if event.type == last:
+                    break
+        return got
+
+    return asyncio.run(asyncio.wait_for(answer(), WAIT_S))
 
 
 def wyoming_chime(events: list[Event], workdir: Path, *, stream: bool) -> None:
@@ -300,7 +304,7 @@ def test_a_document_of_only_a_chime_plays_it_and_says_nothing_on_every_door(
         SynthesizeStop().event(),
     ]
     for events, last in ((whole, "audio-stop"), (stream, "synthesize-stopped")):
-        answer = asyncio.run(asyncio.wait_for(wyoming_answer(wyoming_port, events, last), WAIT_S))
+        answer = wyoming_answer(wyoming_port, events, last)
         wyoming_chime(answer, workdir, stream=last == "synthesize-stopped")
 
 
@@ -323,9 +327,7 @@ def test_a_document_with_nothing_to_play_is_refused_on_every_door_which_then_ser
         assert error["message"].startswith("text has nothing speakable"), (path, answer)
         assert error["param"] == field, (path, answer)  # the field at fault, as every 400's
     synthesize = [Synthesize(text=NOTHING).event()]
-    refused = asyncio.run(
-        asyncio.wait_for(wyoming_answer(wyoming_port, synthesize, "audio-stop"), WAIT_S)
-    )
+    refused = wyoming_answer(wyoming_port, synthesize, "audio-stop")
     assert [event.type for event in refused] == ["error"], refused  # then the end: closed
     error = Error.from_event(refused[0])
     assert error.code == "bad-text" and error.text.startswith("text has nothing speakable")
@@ -334,8 +336,6 @@ def test_a_document_with_nothing_to_play_is_refused_on_every_door_which_then_ser
     assert status == 200
     is_only_the_chime(wav_samples(data, RATE), RATE, workdir)
     whole = [Synthesize(text=SOUND_ONLY).event()]
-    answer = asyncio.run(
-        asyncio.wait_for(wyoming_answer(wyoming_port, whole, "audio-stop"), WAIT_S)
-    )
-    wyoming_chime(answer, workdir, stream=False)
+    served = wyoming_answer(wyoming_port, whole, "audio-stop")
+    wyoming_chime(served, workdir, stream=False)
     assert "Traceback" not in daemon.log()
