@@ -4,6 +4,7 @@ daemon as a subprocess writing each request's audio to a WAV file."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import re
 import wave
@@ -13,9 +14,18 @@ from typing import Any
 
 import numpy as np
 import pytest
-from wyoming.audio import AudioChunk
+import soxr
+from wyoming.audio import AudioChunk, AudioStart
 from wyoming.client import AsyncTcpClient
-from wyoming.tts import Synthesize
+from wyoming.error import Error
+from wyoming.event import Event
+from wyoming.tts import (
+    Synthesize,
+    SynthesizeChunk,
+    SynthesizeStart,
+    SynthesizeStop,
+    SynthesizeTextFormat,
+)
 
 from .support.broker import Broker, Recorder, free_port
 from .support.daemon_proc import REPO, DaemonProcess, daemon_config
@@ -206,3 +216,126 @@ def test_a_chime_from_the_sounds_directory_opens_the_announcement_on_every_door(
     starts_with_the_chime(answer[round(LEAD_IN_S * RATE) :], RATE)  # its lead-in, as a WAV's
     log = daemon.log()
     assert "'https://example.com/x.mp3' is a URL: nothing is ever fetched" in log
+
+
+# --- a document of only a sound: the chime alone, no speech, on every door ----------------
+
+SOUND_ONLY = '<speak><audio src="chime.wav"/></speak>'
+
+
+def is_only_the_chime(pcm: np.ndarray, rate: int, workdir: Path) -> None:
+    """The samples of the chime the fixture wrote, resampled to `rate` here (soxr, as the
+    daemon does, within its error), and nothing else: no speech before or after it."""
+    with wave.open(str(workdir / "sounds" / "chime.wav"), "rb") as file:
+        written = np.frombuffer(file.readframes(file.getnframes()), "<i2") / 32768
+        chime = soxr.resample(written, file.getframerate(), rate)
+    got = pcm.astype(np.float64) / 32768
+    assert abs(got.size - chime.size) <= rate // 1000, (got.size, chime.size)  # ±1 ms
+    both = min(got.size, chime.size)
+    assert np.abs(got[:both] - chime[:both]).max() < 0.01
+
+
+def wav_samples(data: bytes, rate: int) -> np.ndarray:
+    with wave.open(io.BytesIO(data), "rb") as file:  # streamed: sizes 0xFFFFFFFF
+        assert (file.getframerate(), file.getnchannels(), file.getsampwidth()) == (rate, 1, 2)
+        return np.frombuffer(file.readframes(file.getnframes()), "<i2")
+
+
+def wyoming_answer(port: int, events: list[Event], last: str) -> list[Event]:
+    """The events of one answer of the real `wyoming` client, up to the event `last`, or
+    to the end of the connection (the daemon closes it after an error)."""
+
+    async def answer() -> list[Event]:
+        got: list[Event] = []
+        async with AsyncTcpClient("127.0.0.1", port) as client:
+            for event in events:
+                await client.write_event(event)
+            while (event := await client.read_event()) is not None:
+                got.append(event)
+                if event.type == last:
+                    break
+        return got
+
+    return asyncio.run(asyncio.wait_for(answer(), WAIT_S))
+
+
+def wyoming_chime(events: list[Event], workdir: Path, *, stream: bool) -> None:
+    """audio-start at the voice's rate, chunks of its lead-in and the chime, audio-stop
+    (then synthesize-stopped after a stream)."""
+    kinds = [event.type for event in events]
+    end = ["audio-stop", "synthesize-stopped"] if stream else ["audio-stop"]
+    assert kinds[0] == "audio-start" and kinds[-len(end) :] == end, kinds
+    assert set(kinds[1 : -len(end)]) == {"audio-chunk"}, kinds
+    assert AudioStart.from_event(events[0]).rate == RATE
+    chunks = [AudioChunk.from_event(event) for event in events if AudioChunk.is_type(event.type)]
+    assert {(chunk.rate, chunk.width, chunk.channels) for chunk in chunks} == {(RATE, 2, 1)}
+    pcm = np.frombuffer(b"".join(chunk.audio for chunk in chunks), "<i2")
+    lead_in = round(LEAD_IN_S * RATE)
+    assert not pcm[:lead_in].any()
+    is_only_the_chime(pcm[lead_in:], RATE, workdir)
+
+
+def test_a_document_of_only_a_chime_plays_it_and_says_nothing_on_every_door(
+    chimed: tuple[DaemonProcess, int, int], workdir: Path
+) -> None:
+    daemon, http_port, wyoming_port = chimed
+    http = Http(daemon, http_port)
+    pcm_body = {"input": SOUND_ONLY, "voice": "alloy", "response_format": "pcm"}
+    status, headers, pcm = http.request("POST", "/v1/audio/speech", pcm_body)
+    assert status == 200 and headers["X-Sample-Rate"] == "24000"
+    is_only_the_chime(np.frombuffer(pcm, "<i2"), 24_000, workdir)  # resampled twice
+    for path, body in (
+        ("/v1/audio/speech", {"input": SOUND_ONLY}),  # wav, at the voice's rate
+        ("/synthesize", {"text": SOUND_ONLY}),  # Piper's
+    ):
+        status, headers, data = http.request("POST", path, body)
+        assert status == 200 and headers["Content-Type"] == "audio/wav", (path, data[:200])
+        is_only_the_chime(wav_samples(data, RATE), RATE, workdir)
+    status, made = http.json("POST", "/invoke", {"text": SOUND_ONLY})
+    assert status == 200 and made["audio_ms"] == round(CHIME_S * 1000), made
+    status, _, data = http.request("GET", f"/download?audio_id={made['audio_id']}")
+    assert status == 200
+    is_only_the_chime(wav_samples(data, RATE), RATE, workdir)
+
+    whole = [Synthesize(text=SOUND_ONLY).event()]  # SSML as it starts with <speak
+    stream = [
+        SynthesizeStart(text_format=SynthesizeTextFormat.SSML).event(),
+        SynthesizeChunk(text=SOUND_ONLY).event(),
+        SynthesizeStop().event(),
+    ]
+    for events, last in ((whole, "audio-stop"), (stream, "synthesize-stopped")):
+        answer = wyoming_answer(wyoming_port, events, last)
+        wyoming_chime(answer, workdir, stream=last == "synthesize-stopped")
+
+
+NOTHING = '<speak><audio src="missing.wav"/></speak>'  # not in the directory, no fallback
+
+
+def test_a_document_with_nothing_to_play_is_refused_on_every_door_which_then_serves_on(
+    chimed: tuple[DaemonProcess, int, int], workdir: Path
+) -> None:
+    daemon, http_port, wyoming_port = chimed
+    http = Http(daemon, http_port)
+    for path, field in (
+        ("/v1/audio/speech", "input"),
+        ("/synthesize", "text"),
+        ("/invoke", "text"),
+    ):
+        status, answer = http.json("POST", path, {field: NOTHING})
+        error = answer["error"]
+        assert status == 400 and error["code"] == "bad_text", (path, answer)
+        assert error["message"].startswith("text has nothing speakable"), (path, answer)
+        assert error["param"] == field, (path, answer)  # the field at fault, as every 400's
+    synthesize = [Synthesize(text=NOTHING).event()]
+    refused = wyoming_answer(wyoming_port, synthesize, "audio-stop")
+    assert [event.type for event in refused] == ["error"], refused  # then the end: closed
+    error = Error.from_event(refused[0])
+    assert error.code == "bad-text" and error.text.startswith("text has nothing speakable")
+
+    status, _, data = http.request("POST", "/synthesize", {"text": SOUND_ONLY})
+    assert status == 200
+    is_only_the_chime(wav_samples(data, RATE), RATE, workdir)
+    whole = [Synthesize(text=SOUND_ONLY).event()]
+    served = wyoming_answer(wyoming_port, whole, "audio-stop")
+    wyoming_chime(served, workdir, stream=False)
+    assert "Traceback" not in daemon.log()

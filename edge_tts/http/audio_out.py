@@ -36,9 +36,10 @@ WAV_HEADER_BYTES = 44
 class Answer:
     """The audio of one text in one voice, from the engine's workers."""
 
-    def __init__(self, door: Door, stream: AudioStream[Response]) -> None:
+    def __init__(self, door: Door, stream: AudioStream[Response], field: str) -> None:
         self.door = door
         self.stream = stream
+        self.field = field  # the body's text field, which a text the engine refuses names
         self.response = stream.response
         self.rate = stream.response.rate
         self.started = time.monotonic()
@@ -52,6 +53,7 @@ class Answer:
         cls,
         door: Door,
         text: str | Document,
+        field: str,
         *,
         voice: str | None = None,
         language: str | None = None,
@@ -59,7 +61,8 @@ class Answer:
         speed: float | None = None,
         tuning: Tuning | None = None,
     ) -> Answer:
-        """The engine starts on `text` at once; 400 for a voice or speaker there is not."""
+        """The engine starts on `text` (the body's `field`) at once; 400 for a voice or
+        speaker there is not."""
         try:
             stream = AudioStream(
                 lambda emit: door.responses.open(
@@ -77,7 +80,7 @@ class Answer:
             raise ApiError(400, "invalid_voice", str(err), param="voice") from None
         stream.response.add_text(text)
         stream.response.close_input()
-        return cls(door, stream)
+        return cls(door, stream, field)
 
     async def pieces(self) -> AsyncIterator[np.ndarray]:
         """Each piece as it is made; ApiError for a response that fails."""
@@ -86,7 +89,7 @@ class Answer:
                 yield pcm
         except StreamFailed as err:
             status = 400 if err.code == "bad-text" else 500
-            raise ApiError(status, err.code.replace("-", "_"), err.text, param="input") from None
+            raise ApiError(status, err.code.replace("-", "_"), err.text, param=self.field) from None
         timing = self.stream.timing
         self.door.telemetry.answered("http", timing.time_to_first_audio_ms, timing.real_time_factor)
 

@@ -41,7 +41,7 @@ async def invoke(request: web.Request) -> web.Response:
         reservation = _reserve(door, expected_bytes(body["text"], rate, speed))
         try:
             answer = Answer.open(
-                door, text, voice=voice, language=language, speaker=speaker, speed=speed
+                door, text, "text", voice=voice, language=language, speaker=speaker, speed=speed
             )
             try:
                 pcm = await _made(door, answer, reservation)

@@ -41,7 +41,7 @@ async def openai_speech(request: web.Request) -> web.StreamResponse:
         raise bad_request("stream_format must be 'audio' (no server-sent events)", "stream_format")
     voice, language = voice_or_language(door.voices, _openai_voice(body))
     speed = fields.number(body, "speed", 0.25, 4.0)
-    answer = Answer.open(door, text, voice=voice, language=language, speed=speed)
+    answer = Answer.open(door, text, "input", voice=voice, language=language, speed=speed)
     return await stream(request, answer, fmt, OPENAI_PCM_RATE if fmt == "pcm" else None)
 
 
@@ -110,7 +110,7 @@ async def piper_synthesize(request: web.Request) -> web.StreamResponse:
         noise_scale=fields.number(body, "noise_scale", 0.0, 2.0, strings=True),
         noise_w=_noise_w(body),
     )
-    answer = Answer.open(door, text, voice=voice, speaker=speaker, tuning=tuning)
+    answer = Answer.open(door, text, "text", voice=voice, speaker=speaker, tuning=tuning)
     return await stream(request, answer, "wav")
 
 
