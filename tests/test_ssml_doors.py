@@ -309,6 +309,7 @@ def test_a_document_of_only_a_chime_plays_it_and_says_nothing_on_every_door(
 
 
 NOTHING = '<speak><audio src="missing.wav"/></speak>'  # not in the directory, no fallback
+MISSING_SAID = "'missing.wav' is not in the sounds directory"
 
 
 def test_a_document_with_nothing_to_play_is_refused_on_every_door_which_then_serves_on(
@@ -326,11 +327,14 @@ def test_a_document_with_nothing_to_play_is_refused_on_every_door_which_then_ser
         assert status == 400 and error["code"] == "bad_text", (path, answer)
         assert error["message"].startswith("text has nothing speakable"), (path, answer)
         assert error["param"] == field, (path, answer)  # the field at fault, as every 400's
+        assert MISSING_SAID in error["message"], answer  # why, without the device's paths
+        assert "/" not in error["message"].split("(", 1)[1], answer  # no directory named
     synthesize = [Synthesize(text=NOTHING).event()]
     refused = wyoming_answer(wyoming_port, synthesize, "audio-stop")
     assert [event.type for event in refused] == ["error"], refused  # then the end: closed
     error = Error.from_event(refused[0])
     assert error.code == "bad-text" and error.text.startswith("text has nothing speakable")
+    assert MISSING_SAID in error.text, error.text
 
     status, _, data = http.request("POST", "/synthesize", {"text": SOUND_ONLY})
     assert status == 200

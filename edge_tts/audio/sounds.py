@@ -96,7 +96,8 @@ class Sounds:
             path = self._directory / candidate
             if path.is_file() and path.resolve().parent == self._directory.resolve():
                 return path
-        raise SoundError(f"{name!r} is not in the sounds directory {self._directory}")
+        # Not where: the reason reaches network clients, the directory is the device's own.
+        raise SoundError(f"{name!r} is not in the sounds directory")
 
 
 def _read(path: Path, max_seconds: float) -> Sound:

@@ -118,7 +118,8 @@ class Router:
         chunks = self._chunks(groups, trailing, voice, options, speed)
         if not chunks:
             excerpt = text[:40] if isinstance(text, str) else _written(document)[:40]
-            raise EmptyTextError(f"text has nothing speakable: {excerpt!r}")
+            why = f" ({'; '.join(said)})" if said else ""  # e.g. an <audio> that did not play
+            raise EmptyTextError(f"text has nothing speakable: {excerpt!r}{why}")
         check_silence(chunks, self._max_silence_s)
         return chunks
 
