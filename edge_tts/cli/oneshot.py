@@ -106,6 +106,7 @@ def say(
         output=output,
         output_rate=voice.sample_rate,
         reporter=reporter,
+        # The engine counts the request's events here; one request's counts go nowhere.
         telemetry=Telemetry(figures=(FIGURES, cache.FIGURES)),
         played=set[str](),  # nothing to deduplicate: one request
         router=router,

@@ -19,17 +19,6 @@ from .link import Inbound, MqttLink
 
 _LOGGER = logging.getLogger(__name__)
 
-# The telemetry counter of each event (a started request is counted when it ends).
-_COUNTERS = {
-    Kind.QUEUED: "received",
-    Kind.FINISHED: "played",
-    Kind.REJECTED: "rejected",
-    Kind.EXPIRED: "expired",
-    Kind.INTERRUPTED: "interrupted",
-    Kind.DUPLICATE: "duplicates",
-    Kind.DEFERRED: "deferred",  # not final: the daemon stops, the broker delivers it again
-}
-
 
 class MqttReporter(Listener):
     """A request's fate → events (own topic, response topic), Hermes replies, and the ack:
@@ -58,9 +47,8 @@ class MqttReporter(Listener):
         return True
 
     def on_event(self, event: Event) -> None:
-        counter = _COUNTERS.get(event.kind)
-        if counter is not None:
-            self.telemetry.count(counter)
+        # Counted by the engine as it reports (speech/listeners.py), not here: the fates
+        # are the engine's figures, whichever door a request came in by.
         super().on_event(event)  # what a kind adds: its figures, a log line
         self._emit(event)
         if event.final:

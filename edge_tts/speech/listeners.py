@@ -6,7 +6,9 @@ The primary listener (the daemon's MQTT reporter, `edge-ttsd say`'s one-shot rep
 hears each event first, exactly as if it were alone: its exceptions reach the engine,
 which handles them where it reports. Every other listener (the HTTP request tracker)
 hears it through one safe `send`, whose failure is logged and never reaches the engine
-or the other listeners.
+or the other listeners. Before any of them, `Reporters` counts the event in the engine's
+telemetry: the requests' fates are the engine's figures, the same whichever door a
+request came in by and whichever listeners hear it.
 """
 
 from __future__ import annotations
@@ -14,9 +16,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from .outcome import Event
+from ..core.telemetry import Telemetry
+from .outcome import Event, Kind
 
 _LOGGER = logging.getLogger(__name__)
+
+# The telemetry counter of each event (speech.FIGURES declares them); a started request
+# is counted when it ends.
+COUNTERS = {
+    Kind.QUEUED: "received",
+    Kind.FINISHED: "played",
+    Kind.REJECTED: "rejected",
+    Kind.EXPIRED: "expired",
+    Kind.INTERRUPTED: "interrupted",
+    Kind.DUPLICATE: "duplicates",
+    Kind.DEFERRED: "deferred",  # not final: the daemon stops, the broker delivers it again
+}
 
 
 class Listener:
@@ -55,18 +70,26 @@ class Listener:
 
 
 class Reporters:
-    """The engine's way out for events: `primary`, then every listener.
+    """The engine's way out for events: counted in `telemetry`, then `primary`, then every
+    listener.
 
-    A final event marks its job concluded as it goes out (before any listener hears it),
-    so that `job.concluded` has one writer whichever door reports."""
+    A final event marks its job concluded and is counted as it goes out (before any
+    listener hears it), so that `job.concluded` and each counter have one writer whichever
+    door reports, and an event is counted once even when the primary listener raises."""
 
-    def __init__(self, primary: Listener, listeners: Sequence[Listener] = ()) -> None:
+    def __init__(
+        self, primary: Listener, listeners: Sequence[Listener] = (), *, telemetry: Telemetry
+    ) -> None:
         self.primary = primary
         self.listeners = tuple(listeners)
+        self.telemetry = telemetry
 
     def report(self, event: Event) -> None:
         if event.final:
             event.job.concluded = True
+        counter = COUNTERS.get(event.kind)
+        if counter is not None:
+            self.telemetry.count(counter)
         self.primary.on_event(event)
         for listener in self.listeners:
             self._send(listener, event)

@@ -52,7 +52,7 @@ class Pipeline:
         self.router = router or Router(synthesis)
         self.output = output
         self.output_rate = output_rate
-        self.reporter = Reporters(reporter, listeners)
+        self.reporter = Reporters(reporter, listeners, telemetry=telemetry)
         self.telemetry = telemetry
         self.played = played
         self.cache = cache

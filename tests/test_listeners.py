@@ -1,0 +1,125 @@
+"""The engine's fan-out counts each request's fate once, whichever listeners hear it."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import cast
+
+import pytest
+
+from edge_tts.core.telemetry import Telemetry
+from edge_tts.daemon.app import FIGURES
+from edge_tts.http.metrics import exposition, registry_for
+from edge_tts.http.tracker import RequestTracker
+from edge_tts.messages.topics import Topics
+from edge_tts.mqtt.envelope import Envelope, parse_say
+from edge_tts.mqtt.link import MqttLink
+from edge_tts.mqtt.reporter import MqttReporter
+from edge_tts.speech.jobs import Job
+from edge_tts.speech.listeners import Listener, Reporters
+from edge_tts.speech.outcome import Event, Kind
+from edge_tts.voice.base import SpeechOptions
+
+from .support.fakes import FakeVoice
+
+pytestmark = pytest.mark.unit
+
+# Each kind once: the counters as the telemetry document and /metrics name them.
+ONE_OF_EACH = {
+    "received": 1,
+    "played": 1,
+    "rejected": 1,
+    "expired": 1,
+    "interrupted": 1,
+    "duplicates": 1,
+    "deferred": 1,
+}
+_DETAILS: dict[Kind, dict[str, object]] = {
+    Kind.QUEUED: {"position": 0},
+    Kind.INTERRUPTED: {"by": "stop-button"},
+    Kind.REJECTED: {"reason": "why"},
+    Kind.DUPLICATE: {"reason": "why"},
+}
+
+
+def job(request_id: str) -> Job:
+    payload = json.dumps({"text": "Hello.", "id": request_id}).encode()
+    request = parse_say(Envelope("t/pi/say", payload, time.monotonic()), 1000)
+    return Job(request, [], FakeVoice(), SpeechOptions())
+
+
+def every_kind() -> list[Event]:
+    return [Event(kind, job(kind.value), **_DETAILS.get(kind, {})) for kind in Kind]  # type: ignore[arg-type]
+
+
+def event_counters(telemetry: Telemetry) -> dict[str, int]:
+    return {name: n for name, n in telemetry.counters().items() if name in ONE_OF_EACH}
+
+
+class FakeLink:
+    """What the MQTT reporter publishes through, recorded instead of sent."""
+
+    def __init__(self) -> None:
+        self.published: list[str] = []
+
+    def publish(self, topic: str, payload: object, **_: object) -> None:
+        self.published.append(topic)
+
+
+def mqtt_reporter(telemetry: Telemetry) -> tuple[MqttReporter, FakeLink]:
+    link = FakeLink()
+    reporter = MqttReporter(cast(MqttLink, link), Topics("t", "pi"), telemetry)
+    return reporter, link
+
+
+class Raising(Listener):
+    def on_event(self, event: Event) -> None:
+        raise RuntimeError("the primary listener's bug")
+
+
+def test_a_non_mqtt_primary_gets_every_event_counted_once() -> None:
+    telemetry = Telemetry(figures=FIGURES)
+    reporters = Reporters(Listener(), [RequestTracker(), Listener()], telemetry=telemetry)
+    for event in every_kind():
+        reporters.report(event)
+    assert event_counters(telemetry) == ONE_OF_EACH
+
+
+def test_an_event_is_counted_once_when_the_primary_listener_raises() -> None:
+    telemetry = Telemetry(figures=FIGURES)
+    reporters = Reporters(Raising(), telemetry=telemetry)
+    for event in every_kind():
+        with pytest.raises(RuntimeError):
+            reporters.report(event)  # the engine handles it where it reports
+    assert event_counters(telemetry) == ONE_OF_EACH
+
+
+def test_the_mqtt_reporter_publishes_but_does_not_count() -> None:
+    telemetry = Telemetry(figures=FIGURES)
+    reporter, link = mqtt_reporter(telemetry)
+    for event in every_kind():
+        reporter.on_event(event)
+    assert len(link.published) == len(Kind)  # each event on the events topic
+    assert set(event_counters(telemetry).values()) == {0}
+
+
+def test_the_daemon_fan_out_counts_once_with_the_mqtt_reporter_first() -> None:
+    telemetry = Telemetry(figures=FIGURES)
+    reporter, _ = mqtt_reporter(telemetry)
+    reporters = Reporters(reporter, [RequestTracker()], telemetry=telemetry)
+    for event in every_kind():
+        reporters.report(event)
+    assert event_counters(telemetry) == ONE_OF_EACH
+
+
+def test_metrics_and_the_telemetry_document_carry_the_counts_by_their_names() -> None:
+    telemetry = Telemetry(figures=FIGURES)
+    reporters = Reporters(Listener(), telemetry=telemetry)
+    for event in every_kind():
+        reporters.report(event)
+    published = telemetry.snapshot({})["counters"]  # the MQTT telemetry topic's
+    assert isinstance(published, dict) and published.items() >= ONE_OF_EACH.items()
+    text = exposition(registry_for(telemetry, dict)).decode()
+    for name in ONE_OF_EACH:
+        assert f"edge_tts_{name}_total 1.0" in text.splitlines()
