@@ -51,7 +51,16 @@ def speak(
     produced = False
     for index, chunk in enumerate(router.plan(text, voice, options)):
         started = time.monotonic()
-        pieces = render(chunk.voice, chunk.text, chunk.options, index == 0, voice.sample_rate)
+        pieces = render(
+            chunk.voice,
+            chunk.text,
+            chunk.options,
+            index == 0,
+            voice.sample_rate,
+            silence=chunk.silence,
+            breaks=chunk.breaks,
+            sounds=chunk.sounds,
+        )
         for pcm in pieces:
             produced = True
             yield AudioChunk(chunk.text, pcm, voice.sample_rate, time.monotonic() - started)
