@@ -188,3 +188,16 @@ def test_only_a_finished_request_is_measured() -> None:
         if event.kind is not Kind.FINISHED:
             reporters.report(event)
     assert samples(telemetry) == {}
+
+
+def test_metrics_and_the_telemetry_document_carry_the_figures_by_their_names() -> None:
+    telemetry = Telemetry(figures=FIGURES)
+    Reporters(Listener(), telemetry=telemetry).report(finished("http_say"))
+    document = json.loads(json.dumps(telemetry.snapshot({})))  # the MQTT telemetry topic's
+    assert document["latency_by_door"]["http_say"]["real_time_factor"]["p50"] == RTF
+    assert document["latency"]["time_to_first_audio_ms"]["count"] == 1  # it played here
+    assert document["latency"]["synthesis_ms"]["count"] == 1
+    lines = exposition(registry_for(telemetry, dict)).decode().splitlines()
+    assert 'edge_tts_time_to_first_audio_seconds_count{door="http_say"} 1.0' in lines
+    assert 'edge_tts_real_time_factor_sum{door="http_say"} 0.25' in lines
+    assert "edge_tts_synthesis_seconds_count 1.0" in lines
