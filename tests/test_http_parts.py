@@ -14,13 +14,13 @@ import pytest
 
 from edge_tts.config import ConfigError, settings_from_mapping
 from edge_tts.core.telemetry import Telemetry
+from edge_tts.daemon.app import FIGURES
 from edge_tts.http.audio_out import wav_bytes, wav_header
 from edge_tts.http.pool import AudioPool, PoolFull, TooLarge
 from edge_tts.http.say_api import ORIGIN
 from edge_tts.http.tracker import RequestTracker
 from edge_tts.messages.events import FINAL_KINDS
 from edge_tts.messages.request import SayRequest
-from edge_tts.speech import FIGURES
 from edge_tts.speech.jobs import Job
 from edge_tts.speech.listeners import Listener, Reporters
 from edge_tts.speech.outcome import Event, Kind
@@ -144,7 +144,7 @@ class Counting(Listener):
 @pytest.mark.unit
 def test_a_failing_listener_reaches_neither_the_engine_nor_the_others() -> None:
     primary, after = Counting(), Counting()
-    reporters = Reporters(primary, [Broken(), after], telemetry=Telemetry(figures=(FIGURES,)))
+    reporters = Reporters(primary, [Broken(), after], telemetry=Telemetry(figures=FIGURES))
     reporters.report(Event(Kind.FINISHED, job("a")))
     reporters.report(Event(Kind.QUEUED, job("b"), position=0))  # defaults: nothing happens
     assert primary.finished_ids == ["a"] and after.finished_ids == ["a"]
@@ -154,9 +154,8 @@ def test_a_failing_listener_reaches_neither_the_engine_nor_the_others() -> None:
 def test_every_kind_has_its_hook_and_only_a_final_one_concludes_the_job() -> None:
     details = {Kind.QUEUED: {"position": 0}, Kind.INTERRUPTED: {"by": "stop-button"}}
     details |= {kind: {"reason": "why"} for kind in (Kind.REJECTED, Kind.DUPLICATE)}
-    reporters = Reporters(
-        Listener(), telemetry=Telemetry(figures=(FIGURES,))
-    )  # the defaults alone: every kind has its no-op
+    # The defaults alone: every kind has its no-op.
+    reporters = Reporters(Listener(), telemetry=Telemetry(figures=FIGURES))
     for kind in Kind:
         each = job(kind.value)
         reporters.report(Event(kind, each, **details.get(kind, {})))  # type: ignore[arg-type]

@@ -11,8 +11,21 @@ import pytest
 from edge_tts.audio.dsp import ms_to_frames
 from edge_tts.audio.output import AudioOutput
 from edge_tts.audio.wavfile import WavFileOutput
-from edge_tts.cli.oneshot import NoSoundCardError, SayFailed, SayReport, say
+from edge_tts.cli.oneshot import (
+    FIGURES,
+    ORIGIN,
+    NoSoundCardError,
+    OneShotReporter,
+    SayFailed,
+    SayReport,
+    say,
+)
 from edge_tts.config import AudioSettings, SynthesisSettings
+from edge_tts.core.telemetry import Telemetry
+from edge_tts.messages.request import SayRequest
+from edge_tts.speech.jobs import Job
+from edge_tts.speech.listeners import Reporters
+from edge_tts.speech.outcome import Event, Kind
 from edge_tts.voice.base import SpeechOptions
 from edge_tts.voice.integrity import ModelIntegrityError
 
@@ -35,6 +48,21 @@ def test_plays_every_chunk_and_closes_the_output() -> None:
     assert report.audio_seconds > 0
     assert output.recorded["say"].size == sum(n for _, n in output.played)
     assert output.closed
+
+
+def test_the_engine_measures_say_s_request_by_a_door_its_telemetry_knows() -> None:
+    # What `say`'s pipeline does as its request finishes (a door its telemetry did not
+    # know raised there, and `say` waited for good for the final event).
+    telemetry, reporter = Telemetry(figures=FIGURES), OneShotReporter()
+    request = SayRequest(id="say", text=TEXT, key="say", origin=ORIGIN)
+    job = Job(request, [], FakeVoice(), SpeechOptions())
+    job.timing.first_audio()
+    job.timing.audio_seconds, job.timing.synth_seconds = 2.0, 0.5
+    Reporters(reporter, telemetry=telemetry).report(Event(Kind.FINISHED, job))
+    assert reporter.outcome is Kind.FINISHED
+    histograms = telemetry.histograms()
+    assert histograms[("real_time_factor", ORIGIN.door)][2] == 1
+    assert histograms[("real_time_factor", None)][2] == 1  # it played here
 
 
 def test_nothing_speakable_is_bad_input_and_plays_nothing() -> None:

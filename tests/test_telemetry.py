@@ -13,6 +13,7 @@ import numpy as np
 import psutil
 import pytest
 
+from edge_tts.cli import oneshot
 from edge_tts.core import host
 from edge_tts.core.host import process_stats
 from edge_tts.core.telemetry import (
@@ -228,6 +229,31 @@ def _named_in_code() -> tuple[set[str], set[str]]:
             elif node.func.attr == "answered":
                 doors.add(first.value)
     return counters, doors
+
+
+def _origin_doors() -> set[str]:
+    """The doors the package's requests name as literals: in an `Origin(...)` (the engine
+    measures a finished request by its door) or as an Origin subclass's default."""
+    doors: set[str] = set()
+    for path in Path(host.__file__).parents[1].rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            value: ast.expr | None = None
+            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("Origin"):
+                given = node.args[:1] + [k.value for k in node.keywords if k.arg == "door"]
+                value = given[0] if given else None
+            elif isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == "door":
+                value = node.value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                doors.add(value.value)
+    return doors
+
+
+def test_every_door_a_request_names_is_declared_by_its_program() -> None:
+    # The daemon's doors and `edge-ttsd say`'s, the two programs that submit requests.
+    doors = _origin_doors()
+    assert {"mqtt", "http_say", "say"} <= doors  # the scan finds what it checks
+    declared = {door.name for part in (*FIGURES, *oneshot.FIGURES) for door in part.doors}
+    assert doors <= declared
 
 
 def test_every_name_the_code_counts_is_declared_by_a_part() -> None:

@@ -12,13 +12,12 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from .. import cache
+from .. import cache, speech
 from ..audio.output import AudioOutput
 from ..config import QueueSettings, SynthesisSettings
 from ..core.lifecycle import Part, Parts, nothing
-from ..core.telemetry import Telemetry
+from ..core.telemetry import Door, Figures, Telemetry
 from ..messages.request import Origin, SayRequest
-from ..speech import FIGURES
 from ..speech.jobs import Job
 from ..speech.listeners import Listener
 from ..speech.outcome import EXPIRED_REASON, Event, Kind
@@ -29,6 +28,12 @@ from ..voice.base import SpeechOptions, SpeechVoice
 
 STOP_TIMEOUT_S = 5.0
 _REQUEST_ID = "say"
+
+# This door, declared in its telemetry's figures as every door is (the engine measures a
+# finished request by the door it came in by; one its telemetry does not know is an
+# error). Its one request plays here.
+ORIGIN = Origin(door="say")
+FIGURES = (speech.FIGURES, cache.FIGURES, Figures(doors=(Door(ORIGIN.door, local=True),)))
 
 
 class NoSoundCardError(RuntimeError):
@@ -96,7 +101,7 @@ def say(
     speaker), SayFailed otherwise."""
     # Received now: "first audio" counts the model load, as a user waits for it too.
     request = SayRequest(
-        id=_REQUEST_ID, text=text, key=_REQUEST_ID, origin=Origin(door="say"), document=document
+        id=_REQUEST_ID, text=text, key=_REQUEST_ID, origin=ORIGIN, document=document
     )
     job = Job(request, [], voice, options)
     reporter = OneShotReporter()
@@ -106,8 +111,8 @@ def say(
         output=output,
         output_rate=voice.sample_rate,
         reporter=reporter,
-        # The engine counts the request's events here; one request's counts go nowhere.
-        telemetry=Telemetry(figures=(FIGURES, cache.FIGURES)),
+        # The engine counts and measures the request here; one request's figures go nowhere.
+        telemetry=Telemetry(figures=FIGURES),
         played=set[str](),  # nothing to deduplicate: one request
         router=router,
     )

@@ -13,7 +13,7 @@ from ..messages.topics import Topics
 from ..speech.dedupe import PlayedStore
 from ..speech.jobs import Job
 from ..speech.listeners import Listener
-from ..speech.outcome import EXPIRED_REASON, Event, Kind, real_time_factor, time_to_first_audio_ms
+from ..speech.outcome import EXPIRED_REASON, Event, Kind
 from .envelope import MqttOrigin, valid_response_topic
 from .link import Inbound, MqttLink
 
@@ -47,19 +47,13 @@ class MqttReporter(Listener):
         return True
 
     def on_event(self, event: Event) -> None:
-        # Counted by the engine as it reports (speech/listeners.py), not here: the fates
-        # are the engine's figures, whichever door a request came in by.
-        super().on_event(event)  # what a kind adds: its figures, a log line
+        # Counted and measured by the engine as it reports (speech/listeners.py), not
+        # here: the fates and latency are the engine's figures, whichever door a request
+        # came in by.
+        super().on_event(event)  # what a kind adds: a log line
         self._emit(event)
         if event.final:
             self._hermes_done(event)
-
-    def on_finished(self, event: Event) -> None:
-        job = event.job
-        self.telemetry.answered(
-            job.request.origin.door, time_to_first_audio_ms(job), real_time_factor(job)
-        )
-        self.telemetry.observe("synthesis_ms", job.synth_seconds * 1000)
 
     def on_rejected(self, event: Event) -> None:
         _LOGGER.warning("Rejected %s: %s", event.job.request.id, event.reason)

@@ -6,9 +6,10 @@ The primary listener (the daemon's MQTT reporter, `edge-ttsd say`'s one-shot rep
 hears each event first, exactly as if it were alone: its exceptions reach the engine,
 which handles them where it reports. Every other listener (the HTTP request tracker)
 hears it through one safe `send`, whose failure is logged and never reaches the engine
-or the other listeners. Before any of them, `Reporters` counts the event in the engine's
-telemetry: the requests' fates are the engine's figures, the same whichever door a
-request came in by and whichever listeners hear it.
+or the other listeners. Before any of them, `Reporters` records the event in the engine's
+telemetry (its counter; a finished request's latency, by the door it came in by): the
+requests' fates and figures are the engine's, the same whichever door a request came in
+by and whichever listeners hear it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import logging
 from collections.abc import Sequence
 
 from ..core.telemetry import Telemetry
-from .outcome import Event, Kind
+from .outcome import Event, Kind, real_time_factor, time_to_first_audio_ms
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -70,12 +71,13 @@ class Listener:
 
 
 class Reporters:
-    """The engine's way out for events: counted in `telemetry`, then `primary`, then every
+    """The engine's way out for events: recorded in `telemetry`, then `primary`, then every
     listener.
 
-    A final event marks its job concluded and is counted as it goes out (before any
-    listener hears it), so that `job.concluded` and each counter have one writer whichever
-    door reports, and an event is counted once even when the primary listener raises."""
+    A final event marks its job concluded and is recorded as it goes out (before any
+    listener hears it), so that `job.concluded`, each counter and each latency figure have
+    one writer whichever door reports, and an event is recorded once even when the primary
+    listener raises; a finished request's figures are in before its event is published."""
 
     def __init__(
         self, primary: Listener, listeners: Sequence[Listener] = (), *, telemetry: Telemetry
@@ -87,12 +89,22 @@ class Reporters:
     def report(self, event: Event) -> None:
         if event.final:
             event.job.concluded = True
-        counter = COUNTERS.get(event.kind)
-        if counter is not None:
-            self.telemetry.count(counter)
+        self._record(event)
         self.primary.on_event(event)
         for listener in self.listeners:
             self._send(listener, event)
+
+    def _record(self, event: Event) -> None:
+        counter = COUNTERS.get(event.kind)
+        if counter is not None:
+            self.telemetry.count(counter)
+        if event.kind is Kind.FINISHED:
+            job = event.job
+            # Labelled by the request's door, which its package's FIGURES declares.
+            self.telemetry.answered(
+                job.request.origin.door, time_to_first_audio_ms(job), real_time_factor(job)
+            )
+            self.telemetry.observe("synthesis_ms", job.synth_seconds * 1000)
 
     @staticmethod
     def _send(listener: Listener, event: Event) -> None:
