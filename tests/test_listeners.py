@@ -201,3 +201,24 @@ def test_metrics_and_the_telemetry_document_carry_the_figures_by_their_names() -
     assert 'edge_tts_time_to_first_audio_seconds_count{door="http_say"} 1.0' in lines
     assert 'edge_tts_real_time_factor_sum{door="http_say"} 0.25' in lines
     assert "edge_tts_synthesis_seconds_count 1.0" in lines
+
+
+class Heard(Listener):
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def on_event(self, event: Event) -> None:
+        self.events.append(event)
+
+
+def test_a_figure_that_cannot_be_recorded_still_lets_the_final_event_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A door no FIGURES declares is a bug to log, not a request whose caller waits forever
+    (its job is concluded before it is recorded)."""
+    primary = Heard()
+    reporters = Reporters(primary, telemetry=Telemetry(figures=FIGURES))
+    event = finished("a-door-nobody-declared")
+    reporters.report(event)
+    assert primary.events == [event]
+    assert "Recording finished of" in caplog.text

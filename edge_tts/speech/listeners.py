@@ -89,7 +89,10 @@ class Reporters:
     def report(self, event: Event) -> None:
         if event.final:
             event.job.concluded = True
-        self._record(event)
+        try:
+            self._record(event)
+        except Exception:  # a figure lost is logged; the event must still go out
+            _LOGGER.exception("Recording %s of %s failed", event.kind.value, event.job.request.id)
         self.primary.on_event(event)
         for listener in self.listeners:
             self._send(listener, event)
