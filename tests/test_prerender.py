@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edge_tts.cache import phrase_voice
 from edge_tts.cache.key import ChunkInput, ChunkKey
 from edge_tts.cache.planned import PlannedChunk
 from edge_tts.cache.store import CacheStore
 from edge_tts.config import default_settings
-from edge_tts.speech import prerender
 from edge_tts.speech.prerender import Prerenderer
 from edge_tts.speech.routing import Router
 from edge_tts.voice.base import SpeechOptions, SynthesisParams
@@ -77,7 +77,7 @@ class Rig:
         self.voice = FakeVoice()  # the default voice: the phrases are planned with it
         self.voice.sha256 = "d" * 64
         self.build = WindowedBuild()
-        monkeypatch.setattr(prerender, "open_best_build", lambda *_: self.build)
+        monkeypatch.setattr(phrase_voice, "open_best_build", lambda *_: self.build)
         settings = default_settings()
         voices = Voices(settings, made={"default": self.voice})
         self.store = CacheStore(store_dir or tmp_path / "cache", 2**20)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..cache.key import ChunkInput, ChunkKey
-from ..cache.phrase_voice import best_build_sha256, load_at_low_priority, open_best_build
+from ..cache.phrase_voice import PhraseBuilds, best_build_sha256
 from ..cache.store import CacheStore
 from ..config import SynthesisSettings
 from ..text import EmptyTextError
@@ -77,7 +77,7 @@ class Prerenderer:
         self._stopped = False
         self._todo: deque[_Item] | None = None  # this pass's items not looked at yet
         self._rendering: _Rendering | None = None
-        self._builds = _Builds(synthesis)
+        self._builds = PhraseBuilds(synthesis)
         self._prepared: list[_Item] | None = None
         self._paused = False
         self.state = "waiting for idle" if phrases else "no phrases"
@@ -270,32 +270,6 @@ class Prerenderer:
                 self._ready()
 
         threading.Thread(target=load, name="prerender-load", daemon=True).start()
-
-
-class _Builds:
-    """The builds that render the phrases (each voice's best: FP32 for our INT8 default),
-    loaded for a pass and dropped after it."""
-
-    def __init__(self, synthesis: SynthesisSettings) -> None:
-        self._synthesis = synthesis
-        self._loaded: dict[int, SpeechVoice] = {}
-
-    def get(self, voice: SpeechVoice) -> SpeechVoice | None:
-        return self._loaded.get(id(voice))
-
-    def load(self, voice: SpeechVoice, quietly: bool = False) -> None:
-        """Load `voice`'s build, unless it is; `quietly`: at nice 19 (load_at_low_priority)."""
-        if id(voice) in self._loaded:
-            return
-        build = open_best_build(voice, self._synthesis.threads, self._synthesis.max_phonemes)
-        if quietly:
-            load_at_low_priority(build)
-        else:
-            build.load()
-        self._loaded[id(voice)] = build
-
-    def clear(self) -> None:
-        self._loaded.clear()
 
 
 def plan_phrases(phrases: list[str], router: Router, voices: Voices) -> list[_Item]:
