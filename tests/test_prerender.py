@@ -32,6 +32,7 @@ pytestmark = pytest.mark.unit
 
 TEXT = "The garage door is open."  # one chunk
 WINDOWS = 3
+MAX_STEPS = 100  # more than any test's passes take
 RENDERING = "rendering 'The garage door is open.'"
 PAUSED_LOG = "Pre-render paused for a request: 1 window(s) overlapped it"
 RESUMED_LOG = "Pre-render resumed: the daemon is idle"
@@ -108,11 +109,12 @@ class Rig:
         return True
 
     def steps(self) -> int:
-        """Steps until none is given: how many ran."""
-        count = 0
-        while self.step():
-            count += 1
-        return count
+        """Steps until none is given: how many ran (a pre-renderer that never stops
+        taking steps fails here rather than hang)."""
+        for count in range(MAX_STEPS):
+            if not self.step():
+                return count
+        raise AssertionError(f"still taking steps after {MAX_STEPS}")
 
     def through_a_quiet_load(self) -> None:
         """Plan and look up to a build that loads in its own thread, no step taken until
