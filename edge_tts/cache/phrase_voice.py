@@ -1,5 +1,6 @@
 """The voice that renders a voice's phrases ahead: the best build of it there is
-(voice/builds.py says which), loaded at the lowest CPU priority."""
+(voice/builds.py says which), loaded at the lowest CPU priority; the builds a pass of
+the pre-renderer (speech/prerender.py) loads and drops."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import logging
 import os
 import threading
 
+from ..config import SynthesisSettings
 from ..voice import files
 from ..voice.base import SpeechVoice
 from ..voice.builds import packaged_original
@@ -52,3 +54,29 @@ def load_at_low_priority(voice: SpeechVoice) -> None:
     with contextlib.suppress(OSError, AttributeError):  # not Linux: normal priority
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
     voice.load()
+
+
+class PhraseBuilds:
+    """The builds that render the phrases (each voice's best: FP32 for our INT8 default),
+    loaded for a pass and dropped after it."""
+
+    def __init__(self, synthesis: SynthesisSettings) -> None:
+        self._synthesis = synthesis
+        self._loaded: dict[int, SpeechVoice] = {}
+
+    def get(self, voice: SpeechVoice) -> SpeechVoice | None:
+        return self._loaded.get(id(voice))
+
+    def load(self, voice: SpeechVoice, quietly: bool = False) -> None:
+        """Load `voice`'s build, unless it is; `quietly`: at nice 19 (load_at_low_priority)."""
+        if id(voice) in self._loaded:
+            return
+        build = open_best_build(voice, self._synthesis.threads, self._synthesis.max_phonemes)
+        if quietly:
+            load_at_low_priority(build)
+        else:
+            build.load()
+        self._loaded[id(voice)] = build
+
+    def clear(self) -> None:
+        self._loaded.clear()

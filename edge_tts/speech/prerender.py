@@ -9,11 +9,13 @@ default voice) and stored pinned. One step is one step of the engine (the encode
 decoder window), so a request that comes shares the CPU with at most the one window that
 was running when it arrived; `pauses` and `max_overlap_windows` count it, and tests hold
 it to one. After a pass it waits until the store says a pinned entry was lost (a corrupt
-one discarded) or the directory can be written again (`wake`).
+one discarded) or the directory can be written again (`wake`). What it does next is one
+`_Phase`, which each step hands on.
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 import threading
 from collections import deque
@@ -23,11 +25,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..cache.key import ChunkInput, ChunkKey
-from ..cache.phrase_voice import best_build_sha256, load_at_low_priority, open_best_build
+from ..cache.phrase_voice import PhraseBuilds, best_build_sha256
 from ..cache.store import CacheStore
 from ..config import SynthesisSettings
 from ..text import EmptyTextError
-from ..voice.base import SpeechVoice
 from ..voice.chunk_audio import voice_audio
 from ..voice.model import release_free_memory
 from ..voice.registry import Voices
@@ -53,6 +54,28 @@ class _Rendering:
     pieces: list[np.ndarray] = field(default_factory=list)
 
 
+class _Phase(enum.Enum):
+    """What the pre-renderer does next: the one value `take`, its steps and its loader go
+    by. A step or the loader holds the turn (STEPPING, LOADING), and with it the pass's
+    chunks, and hands it on with the phase that follows (`_move`); `wake` and `stop` are
+    the other moves. A pass: WANTED, it is planned; LOOKING at each chunk in turn: one
+    cached, the next; one missing, RENDERING it window by window (PAUSED after a window a
+    request came during), or LOADING its build first; after the last chunk, or when the
+    cache cannot be written or a step fails, IDLE (WANTED if a wake came since the plan)."""
+
+    IDLE = "idle"  # no pass under way or wanted: a wake wants one
+    WANTED = "wanted"  # a pass is to run: its first step plans the phrases
+    LOOKING = "looking"  # the next step looks at the pass's next chunk
+    RENDERING = "rendering"  # the next step runs the next window of the chunk (`_chunk`)
+    PAUSED = "paused"  # the same, and says it resumed: a request came during the last
+    LOADING = "loading"  # the next chunk's build loads in a thread of its own: no step
+    STEPPING = "stepping"  # a worker runs a step: no other until it says what follows
+    STOPPED = "stopped"  # the daemon stops: no step again
+
+
+_STEP_PHASES = frozenset({_Phase.WANTED, _Phase.LOOKING, _Phase.RENDERING, _Phase.PAUSED})
+
+
 class Prerenderer:
     def __init__(
         self,
@@ -71,15 +94,13 @@ class Prerenderer:
         self._busy_since = busy_since  # the schedule's: when a request came, if one is here
         self._ready: Callable[[], None] = lambda: None  # the schedule's wake, once attached
         self._lock = threading.Lock()
-        self._wanted = bool(phrases)  # a pass is to run
-        self._busy = False  # a step runs (in one worker at a time)
-        self._loading = False  # a build loads in a thread of its own
-        self._stopped = False
-        self._todo: deque[_Item] | None = None  # this pass's items not looked at yet
-        self._rendering: _Rendering | None = None
-        self._builds = _Builds(synthesis)
+        self._phase = _Phase.WANTED if phrases else _Phase.IDLE
+        self._stale = False  # a wake came since this pass planned: another follows it
+        self._todo: deque[_Item] = deque()  # this pass's chunks not looked at yet
+        self._chunk: _Rendering | None = None  # the one being rendered: RENDERING, PAUSED
+        self._builds = PhraseBuilds(synthesis)
         self._prepared: list[_Item] | None = None
-        self._paused = False
+        # What telemetry shows: the latest news (no move reads it; a wake does not change it).
         self.state = "waiting for idle" if phrases else "no phrases"
         self.chunks = 0  # chunks of the phrases (distinct keys)
         self.cached = 0  # of them in the cache now
@@ -112,12 +133,15 @@ class Prerenderer:
 
     def stop(self) -> None:
         with self._lock:
-            self._stopped = True
+            self._phase = _Phase.STOPPED
 
     def wake(self) -> None:
-        """Something was lost or can be stored again: run another pass."""
+        """Something was lost or can be stored again: run another pass (after the one
+        under way, if one is: it may have looked at that chunk already)."""
         with self._lock:
-            self._wanted = True
+            if self._phase is _Phase.IDLE:
+                self._phase = _Phase.WANTED
+            self._stale = True
         self._ready()
 
     def progress(self) -> dict[str, object]:
@@ -135,40 +159,51 @@ class Prerenderer:
 
     def take(self) -> StepTask | None:
         with self._lock:
-            idle = self._todo is None and self._rendering is None and not self._wanted
-            if self._busy or self._loading or self._stopped or idle:
+            phase = self._phase
+            if phase not in _STEP_PHASES:
                 return None
-            self._busy = True
-        return StepTask("prerender", self._step)
+            self._phase = _Phase.STEPPING
+        return StepTask("prerender", lambda: self._step(phase))
 
-    # --- in a synthesis worker ----------------------------------------------------------
+    # --- the phase's moves --------------------------------------------------------------
 
-    def _step(self) -> None:
+    def _move(self, holding: _Phase, to: _Phase) -> _Phase:
+        """The holder of the turn (STEPPING: a step; LOADING: the loader) hands it on to
+        `to`; a pass over (IDLE) is followed by another if a wake came since it planned.
+        Once stopped, it stays stopped. Returns the phase now."""
+        with self._lock:
+            if self._phase is holding:
+                self._phase = _Phase.WANTED if to is _Phase.IDLE and self._stale else to
+            return self._phase
+
+    def _step(self, phase: _Phase) -> None:
+        after = phase  # not an Exception (the worker ends): the turn goes back unmoved
         try:
-            self._resumed()
-            if self._rendering is not None:
-                self._next_window(self._rendering)
-            elif self._todo:
-                self._next_item(self._todo.popleft())
-            else:
-                self._begin_pass()
+            after = self._step_from(phase)
         except Exception:  # a bug here must not take speech down: log, wait for a wake
             _LOGGER.exception("Pre-rendering the phrases failed")
             self.state = "failed (see the log)"
-            self._end_pass()
+            after = self._end_pass()
         finally:
-            with self._lock:
-                self._busy = False
+            if self._move(_Phase.STEPPING, after) is _Phase.LOADING:
+                threading.Thread(target=self._load, name="prerender-load", daemon=True).start()
             self._ready()
 
-    def _resumed(self) -> None:
-        if self._paused:
-            self._paused = False
-            _LOGGER.info("Pre-render resumed: the daemon is idle")
+    # --- in a synthesis worker: a step, and the phase that follows it ---------------------
 
-    def _begin_pass(self) -> None:
+    def _step_from(self, phase: _Phase) -> _Phase:
+        if phase is _Phase.WANTED:
+            return self._begin_pass()
+        if phase is _Phase.LOOKING:
+            return self._look(self._todo.popleft())
+        assert self._chunk is not None, phase  # RENDERING or PAUSED
+        if phase is _Phase.PAUSED:
+            _LOGGER.info("Pre-render resumed: the daemon is idle")
+        return self._next_window(self._chunk)
+
+    def _begin_pass(self) -> _Phase:
         with self._lock:
-            self._wanted = False
+            self._stale = False  # the plan made now sees what the wakes so far said
         items = (
             self._prepared
             if self._prepared is not None
@@ -180,47 +215,44 @@ class Prerenderer:
         self.cached = sum(self._store.contains(item.key) for item in items)
         self.skipped = 0
         self._todo = deque(items)
-        self._check_done()
+        return self._next_or_done()
 
-    def _next_item(self, item: _Item) -> None:
+    def _look(self, item: _Item) -> _Phase:
         if self._store.problem is not None:
             self.state = "waiting: the cache cannot be written"
-            self._end_pass()
-        elif not self._store.contains(item.key):
-            self.state = f"rendering {item.chunk.text[:40]!r}"
-            build = self._builds.get(item.chunk.voice)
-            if build is None:
-                self._todo_first(item)
-                self._load_quietly(item.chunk.voice)
-                return
-            # first=True: windows of at least FIRST_WINDOW_FRAMES. The engine sizes windows
-            # by the audio ahead of a listener; here there is none, and without a first
-            # window size it would go on one frame at a time.
-            stream = voice_audio(build, item.chunk.text, item.chunk.options, True, item.chunk.ids)
-            self._rendering = _Rendering(item, iter(stream))
-        self._check_done()
+            return self._end_pass()
+        if self._store.contains(item.key):
+            return self._next_or_done()
+        self.state = f"rendering {item.chunk.text[:40]!r}"
+        build = self._builds.get(item.chunk.voice)
+        if build is None:
+            self._todo.appendleft(item)  # looked at again once its build is loaded
+            return _Phase.LOADING
+        # first=True: windows of at least FIRST_WINDOW_FRAMES. The engine sizes windows
+        # by the audio ahead of a listener; here there is none, and without a first
+        # window size it would go on one frame at a time.
+        stream = voice_audio(build, item.chunk.text, item.chunk.options, True, item.chunk.ids)
+        self._chunk = _Rendering(item, iter(stream))
+        return _Phase.RENDERING
 
-    def _next_window(self, rendering: _Rendering) -> None:
+    def _next_window(self, rendering: _Rendering) -> _Phase:
         piece = next(rendering.stream, None)
         if piece is not None:
             rendering.pieces.append(piece)
-            self._count_overlap()
-            return
-        self._rendering = None
+            return _Phase.RENDERING if self._busy_since() is None else self._pause()
+        self._chunk = None
         if rendering.pieces:
             self._keep(rendering.item, np.concatenate(rendering.pieces))
-        self._check_done()
+        return self._next_or_done()
 
-    def _count_overlap(self) -> None:
-        """A request that came while this window ran: the pre-render stops here until the
+    def _pause(self) -> _Phase:
+        """A request came while this window ran: the pre-render stops here until the
         daemon is idle again (the schedule gives it no step before)."""
-        if self._busy_since() is None:
-            return
         self.pauses += 1
         self.max_overlap = max(self.max_overlap, 1)
-        self._paused = True
         self.state = "paused for requests"
         _LOGGER.info("Pre-render paused for a request: 1 window(s) overlapped it")
+        return _Phase.PAUSED
 
     def _keep(self, item: _Item, audio: np.ndarray) -> None:
         if self._store.put(item.key, audio):
@@ -234,68 +266,36 @@ class Prerenderer:
                 item.chunk.text[:60],
             )
 
-    def _check_done(self) -> None:
-        if self._rendering is None and not self._todo and self._todo is not None:
-            self.state = "done"
-            _LOGGER.info("Phrases pre-rendered: %d of %d chunks cached", self.cached, self.chunks)
-            self._end_pass()
+    def _next_or_done(self) -> _Phase:
+        if self._todo:
+            return _Phase.LOOKING
+        self.state = "done"
+        _LOGGER.info("Phrases pre-rendered: %d of %d chunks cached", self.cached, self.chunks)
+        return self._end_pass()
 
-    def _end_pass(self) -> None:
-        self._todo = None
-        self._rendering = None
+    def _end_pass(self) -> _Phase:
+        self._todo.clear()
+        self._chunk = None
         self._builds.clear()  # the FP32 build's memory goes back until next time
         release_free_memory()
+        return _Phase.IDLE
 
-    def _todo_first(self, item: _Item) -> None:
-        assert self._todo is not None
-        self._todo.appendleft(item)
+    # --- in a thread of its own ---------------------------------------------------------
 
-    def _load_quietly(self, voice: SpeechVoice) -> None:
-        """Load the build while the daemon serves requests: at nice 19, in a thread of its
-        own (load_at_low_priority), so no worker waits seconds for it; the pass goes on when it is
-        loaded."""
-        with self._lock:
-            self._loading = True
-
-        def load() -> None:
-            try:
-                self._builds.load(voice, quietly=True)
-            except Exception:
-                _LOGGER.exception("Cannot load the build that renders the phrases")
-                self.state = "failed (see the log)"
-                self._end_pass()
-            finally:
-                with self._lock:
-                    self._loading = False
-                self._ready()
-
-        threading.Thread(target=load, name="prerender-load", daemon=True).start()
-
-
-class _Builds:
-    """The builds that render the phrases (each voice's best: FP32 for our INT8 default),
-    loaded for a pass and dropped after it."""
-
-    def __init__(self, synthesis: SynthesisSettings) -> None:
-        self._synthesis = synthesis
-        self._loaded: dict[int, SpeechVoice] = {}
-
-    def get(self, voice: SpeechVoice) -> SpeechVoice | None:
-        return self._loaded.get(id(voice))
-
-    def load(self, voice: SpeechVoice, quietly: bool = False) -> None:
-        """Load `voice`'s build, unless it is; `quietly`: at nice 19 (load_at_low_priority)."""
-        if id(voice) in self._loaded:
-            return
-        build = open_best_build(voice, self._synthesis.threads, self._synthesis.max_phonemes)
-        if quietly:
-            load_at_low_priority(build)
-        else:
-            build.load()
-        self._loaded[id(voice)] = build
-
-    def clear(self) -> None:
-        self._loaded.clear()
+    def _load(self) -> None:
+        """Load the next chunk's build while the daemon serves requests: at nice 19, in a
+        thread of its own (load_at_low_priority), so no worker waits seconds for it; the
+        pass goes on when it is loaded."""
+        after = _Phase.LOOKING
+        try:
+            self._builds.load(self._todo[0].chunk.voice, quietly=True)
+        except Exception:
+            _LOGGER.exception("Cannot load the build that renders the phrases")
+            self.state = "failed (see the log)"
+            after = self._end_pass()
+        finally:
+            self._move(_Phase.LOADING, after)
+            self._ready()
 
 
 def plan_phrases(phrases: list[str], router: Router, voices: Voices) -> list[_Item]:
