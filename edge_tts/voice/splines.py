@@ -51,7 +51,7 @@ def compact_splines(model: onnx.ModelProto) -> int:
     for node in graph.node:
         for name in node.input:
             consumers[name].append(node)
-    values = _constants(graph)
+    values = constant_values(graph)
     replaced: dict[str, list[onnx.NodeProto]] = {}
     dropped: set[int] = set()
     for spline in _splines(graph, producers, consumers, values):
@@ -75,7 +75,9 @@ def compact_splines(model: onnx.ModelProto) -> int:
     return count
 
 
-def _constants(graph: onnx.GraphProto) -> dict[str, np.ndarray]:
+def constant_values(graph: onnx.GraphProto) -> dict[str, np.ndarray]:
+    """Every constant tensor of `graph` by name: its initializers and Constant nodes'
+    outputs (also what voicebuild/half.py rounds to fp16)."""
     values = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     for node in graph.node:
         if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
@@ -161,8 +163,8 @@ def _region(
     spline: _Spline,
 ) -> list[onnx.NodeProto] | None:
     """The nodes that only the spline needs: the flow's ancestors of `out` back to its
-    inputs, none of whose outputs anything else reads. None if it reads anything else of
-    the graph than constants and the two inputs."""
+    two inputs, none of whose outputs anything else reads (what something else reads
+    stays). None when `out`'s own producer would have to stay."""
     region: dict[int, onnx.NodeProto] = {}
     stack = [spline.out]
     while stack:

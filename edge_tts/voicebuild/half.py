@@ -24,6 +24,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from ..voice.splines import constant_values
+
 SUFFIX = "_fp16"
 # The inputs of each op type the region may hold that carry float data (others: shapes).
 _FLOAT_INPUTS: dict[str, tuple[int, ...]] = {
@@ -85,7 +87,7 @@ def to_half(model: onnx.ModelProto, start: str, end: str) -> list[str]:
         if node.op_type not in _FLOAT_INPUTS or node.domain not in ("", "ai.onnx"):
             raise RegionError(f"{node.name} ({node.op_type}) has no plain fp16 form")
     made = {out for node in nodes for out in node.output}
-    constants = _constants(graph)
+    constants = constant_values(graph)
     replaced = {t for node in nodes for t in node.input if t in constants}
     casts_in: dict[str, onnx.NodeProto] = {}
     for node in nodes:
@@ -110,14 +112,6 @@ def to_half(model: onnx.ModelProto, start: str, end: str) -> list[str]:
     _forget_types(graph, made)
     _drop_unused(graph, replaced)
     return [node.name for node in nodes]
-
-
-def _constants(graph: onnx.GraphProto) -> dict[str, np.ndarray]:
-    values = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
-    for node in graph.node:
-        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
-            values[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
-    return values
 
 
 def _half_source(
