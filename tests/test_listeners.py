@@ -80,11 +80,17 @@ class Raising(Listener):
         raise RuntimeError("the primary listener's bug")
 
 
-def test_a_non_mqtt_primary_gets_every_event_counted_once() -> None:
+def reported(primary: Listener, listeners: list[Listener] | None = None) -> Telemetry:
+    """The engine's telemetry after one event of each kind through `Reporters`."""
     telemetry = Telemetry(figures=FIGURES)
-    reporters = Reporters(Listener(), [RequestTracker(), Listener()], telemetry=telemetry)
+    reporters = Reporters(primary, listeners or [], telemetry=telemetry)
     for event in every_kind():
         reporters.report(event)
+    return telemetry
+
+
+def test_a_non_mqtt_primary_gets_every_event_counted_once() -> None:
+    telemetry = reported(Listener(), [RequestTracker(), Listener()])
     assert event_counters(telemetry) == ONE_OF_EACH
 
 
@@ -116,10 +122,7 @@ def test_the_daemon_fan_out_counts_once_with_the_mqtt_reporter_first() -> None:
 
 
 def test_metrics_and_the_telemetry_document_carry_the_counts_by_their_names() -> None:
-    telemetry = Telemetry(figures=FIGURES)
-    reporters = Reporters(Listener(), telemetry=telemetry)
-    for event in every_kind():
-        reporters.report(event)
+    telemetry = reported(Listener())
     published = telemetry.snapshot({})["counters"]  # the MQTT telemetry topic's
     assert isinstance(published, dict) and published.items() >= ONE_OF_EACH.items()
     text = exposition(registry_for(telemetry, dict)).decode()
