@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto
+
+from .graph_edit import Builder, Links, constant_values, keep_what_others_read, splice
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -46,43 +47,20 @@ class _Spline:
 def compact_splines(model: onnx.ModelProto) -> int:
     """Rewrite `model`'s duration-predictor splines in place; how many were rewritten."""
     graph = model.graph
-    producers = {out: node for node in graph.node for out in node.output}
-    consumers: dict[str, list[onnx.NodeProto]] = defaultdict(list)
-    for node in graph.node:
-        for name in node.input:
-            consumers[name].append(node)
+    links = Links.of(graph)
     values = constant_values(graph)
     replaced: dict[str, list[onnx.NodeProto]] = {}
     dropped: set[int] = set()
-    for spline in _splines(graph, producers, consumers, values):
-        old = _region(producers, consumers, spline)
+    for spline in _splines(graph, links.producers, links.consumers, values):
+        old = _region(links, spline)
         if old is not None:
             dropped.update(id(node) for node in old)
             replaced[spline.out] = _compact(spline)
     count = len(replaced)
-    if not count:
-        return 0
-    nodes: list[onnx.NodeProto] = []
-    for node in graph.node:
-        if id(node) in dropped:
-            continue
-        for out in [name for name in replaced if name in node.input]:
-            nodes.extend(replaced.pop(out))  # just before the first node that reads it
-        nodes.append(node)
-    del graph.node[:]
-    graph.node.extend(nodes)
-    _LOGGER.debug("Duration predictor: %d splines, %d nodes made compact", count, len(dropped))
+    if count:
+        splice(graph, dropped, replaced)
+        _LOGGER.debug("Duration predictor: %d splines, %d nodes made compact", count, len(dropped))
     return count
-
-
-def constant_values(graph: onnx.GraphProto) -> dict[str, np.ndarray]:
-    """Every constant tensor of `graph` by name: its initializers and Constant nodes'
-    outputs (also what voicebuild/half.py rounds to fp16)."""
-    values = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
-    for node in graph.node:
-        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
-            values[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
-    return values
 
 
 def _splines(
@@ -157,11 +135,7 @@ def _has_vits_constants(
     return all(any(math.isclose(v, w, rel_tol=1e-6) for v in seen) for w in wanted)
 
 
-def _region(
-    producers: dict[str, onnx.NodeProto],
-    consumers: dict[str, list[onnx.NodeProto]],
-    spline: _Spline,
-) -> list[onnx.NodeProto] | None:
+def _region(links: Links, spline: _Spline) -> list[onnx.NodeProto] | None:
     """The nodes that only the spline needs: the flow's ancestors of `out` back to its
     two inputs, none of whose outputs anything else reads (what something else reads
     stays). None when `out`'s own producer would have to stay."""
@@ -169,21 +143,14 @@ def _region(
     stack = [spline.out]
     while stack:
         name = stack.pop()
-        node = producers.get(name)
+        node = links.producers.get(name)
         if name in (spline.h, spline.x) or node is None or id(node) in region:
             continue
         if not node.name.startswith(spline.prefix) or node.op_type == "Constant":
             continue
         region[id(node)] = node
         stack.extend(name for name in node.input if name)
-    changed = True
-    while changed:  # keep what something outside still reads (a shared constant, a shape)
-        changed = False
-        for key, node in list(region.items()):
-            outside = (c for out in node.output if out != spline.out for c in consumers[out])
-            if any(id(c) not in region for c in outside):
-                del region[key]
-                changed = True
+    keep_what_others_read(region, links, spline.out)
     if not region or spline.out not in {o for n in region.values() for o in n.output}:
         return None
     return list(region.values())
@@ -191,19 +158,8 @@ def _region(
 
 def _compact(s: _Spline) -> list[onnx.NodeProto]:
     """VITS's inverse rational-quadratic spline with linear tails, on every element."""
-    nodes: list[onnx.NodeProto] = []
-    p = s.prefix + "spline/"
-
-    def const(name: str, value: object, dtype: type = np.float32) -> str:
-        tensor = numpy_helper.from_array(np.asarray(value, dtype=dtype), p + name)
-        nodes.append(helper.make_node("Constant", [], [p + name], value=tensor))
-        return p + name
-
-    def op(kind: str, inputs: list[str], name: str, **attributes: object) -> str:
-        node = helper.make_node(kind, inputs, [p + name], name=p + name)
-        node.attribute.extend(helper.make_attribute(k, v) for k, v in attributes.items())
-        nodes.append(node)
-        return p + name
+    build = Builder(s.prefix + "spline/")
+    nodes, const, op = build.nodes, build.const, build.op
 
     k, last = s.bins, 2  # K bins; the bin axis of the (1, T, K) tensors
     axis = const("axis", [last], np.int64)
@@ -260,7 +216,7 @@ def _compact(s: _Spline) -> list[onnx.NodeProto]:
         "inside",
     )
     chosen = op("Where", [inside, bent, x], "chosen")
-    nodes.append(helper.make_node("Transpose", [chosen], [s.out], name=p + "out", perm=[0, 2, 1]))
+    build.op_to("Transpose", [chosen], s.out, "out", perm=[0, 2, 1])
     return nodes
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ..voice.splines import constant_values
+from ..voice.graph_edit import constant_values
 
 SUFFIX = "_fp16"
 # The inputs of each op type the region may hold that carry float data (others: shapes).
