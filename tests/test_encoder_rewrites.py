@@ -1,6 +1,6 @@
-"""The encoder half's load-time rewrites (voice/attention.py, voice/layer_norms.py, with
-voice/splines.py: model_check.compact_encoder): the same values, far fewer nodes, and
-what they do not recognize left alone."""
+"""The encoder half's load-time rewrites (voice/attention.py, voice/layer_norms.py,
+voice/zero_adds.py, with voice/splines.py: model_check.compact_encoder): the same values,
+far fewer nodes, and what they do not recognize left alone."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from edge_tts.voice.layer_norms import fuse_layer_norms
 from edge_tts.voice.model import session_options
 from edge_tts.voice.model_check import compact_encoder
 from edge_tts.voice.splines import compact_splines
+from edge_tts.voice.zero_adds import drop_zero_adds
 
 SEEDED = 7.0  # the duration predictor's noise, fixed in both graphs so they can be compared
 CLOSE = 1e-4  # relative and absolute: float rounding (LayerNormalization sums otherwise)
@@ -59,8 +60,9 @@ def test_the_rewritten_encoder_computes_the_same_values(path: Path) -> None:
     original, rewritten = seeded(path), seeded(path)
     compact_splines(original)  # already proven bit-exact (test_splines.py)
     before = len(original.graph.node)
-    assert compact_encoder(rewritten) == {"splines": 3, "attention": 6, "layer_norms": 36}
-    assert before - len(rewritten.graph.node) > 600  # and ~1,300 fewer run by onnxruntime
+    counts = {"splines": 3, "attention": 6, "layer_norms": 36, "zero_adds": 16}
+    assert compact_encoder(rewritten) == counts
+    assert before - len(rewritten.graph.node) > 650  # and ~750 fewer that onnxruntime runs
     onnx.checker.check_model(rewritten)
     old, new = session(original), session(rewritten)
     rng = np.random.default_rng(0)
@@ -164,3 +166,38 @@ def test_a_chain_that_is_not_a_layer_norm_is_left_as_it_is() -> None:
     model = _layer_norm_graph(channel_axis=False, power=3.0)
     assert fuse_layer_norms(model) == 0
     assert len(model.graph.node) == 9
+
+
+def _zero_add_graph(fill: float = 0.0, shape_of: str = "x") -> onnx.ModelProto:
+    """y = tanh(x + ConstantOfShape(Shape(shape_of), fill)), as VITS's WN exports it."""
+    p = "/flow/flows.0/enc/"
+    value = numpy_helper.from_array(np.array([fill], np.float32), "fill")
+    nodes = [
+        helper.make_node("Neg", ["x"], ["nx"], name=p + "Neg"),
+        helper.make_node("Shape", [shape_of], ["shape"], name=p + "Shape"),
+        helper.make_node("ConstantOfShape", ["shape"], ["zeros"], name=p + "Zeros", value=value),
+        helper.make_node("Add", ["x", "zeros"], ["sum"], name=p + "Add"),
+        helper.make_node("Tanh", ["sum"], ["y"], name=p + "Tanh"),
+        helper.make_node("Add", ["y", "nx"], ["z"], name=p + "Add_1"),
+    ]
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 3, None]) for n in "xz"]
+    graph = helper.make_graph(nodes, "zeros", io[:1], io[1:])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)])
+
+
+@pytest.mark.unit
+def test_an_addition_of_zeros_like_its_input_is_dropped() -> None:
+    original, dropped = _zero_add_graph(), _zero_add_graph()
+    assert drop_zero_adds(dropped) == 1
+    assert [n.op_type for n in dropped.graph.node] == ["Neg", "Tanh", "Add"]
+    onnx.checker.check_model(dropped)
+    x = np.random.default_rng(2).normal(size=(1, 3, 5)).astype(np.float32)
+    want = session(original).run(None, {"x": x})[0]
+    assert np.array_equal(session(dropped).run(None, {"x": x})[0], want)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("graph", [_zero_add_graph(fill=1.0), _zero_add_graph(shape_of="nx")])
+def test_an_addition_of_something_else_stays(graph: onnx.ModelProto) -> None:
+    assert drop_zero_adds(graph) == 0
+    assert len(graph.graph.node) == 6

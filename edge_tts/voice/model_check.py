@@ -158,14 +158,16 @@ def _read_answer(stream: IO[bytes]) -> SplitModel | None:
 
 def compact_encoder(model: onnx.ModelProto) -> dict[str, int]:
     """The load-time rewrites of a VITS voice's encoder half, before the cut (each leaves
-    alone what it does not recognize): how many splines, attention layers, layer norms.
-    The same values, ~1,300 fewer nodes per encoder run (docs/benchmarks.md)."""
-    from . import attention, layer_norms, splines  # onnx's helpers: here, in the child only
+    alone what it does not recognize): how many splines, attention layers, layer norms and
+    additions of zeros. The same values, ~1,400 fewer nodes per encoder run than exported
+    (docs/benchmarks.md)."""
+    from . import attention, layer_norms, splines, zero_adds  # onnx: in the child only
 
     return {
         "splines": splines.compact_splines(model),
         "attention": attention.compact_attention(model),
         "layer_norms": layer_norms.fuse_layer_norms(model),
+        "zero_adds": zero_adds.drop_zero_adds(model),
     }
 
 
