@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
-from .graph_edit import Builder, Links, constant_values, keep_what_others_read, splice
+from .graph_edit import Builder, Constants, Links, constant_values, keep_what_others_read, splice
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -102,9 +102,7 @@ def compact_attention(model: onnx.ModelProto) -> int:
     return len(layers)
 
 
-def _read(
-    prefix: str, graph: onnx.GraphProto, links: Links, values: dict[str, np.ndarray]
-) -> _Layer | None:
+def _read(prefix: str, graph: onnx.GraphProto, links: Links, values: Constants) -> _Layer | None:
     """The layer under `prefix`, or None where anything differs from VITS's."""
     convs: dict[str, list[onnx.NodeProto]] = {}
     for node in graph.node:
@@ -152,16 +150,16 @@ def _before_qdq(name: str, links: Links) -> str:
     return name
 
 
-def _out_channels(conv: onnx.NodeProto, links: Links, values: dict[str, np.ndarray]) -> int | None:
+def _out_channels(conv: onnx.NodeProto, links: Links, values: Constants) -> int | None:
     weight = conv.input[1]
     dequantize = links.producers.get(weight)
     if weight not in values and dequantize is not None and dequantize.op_type == "DequantizeLinear":
         weight = dequantize.input[0]
-    return int(values[weight].shape[0]) if weight in values else None
+    return values.shape(weight)[0] if weight in values else None
 
 
 def _region(
-    out: str, stops: set[str], prefix: str, links: Links, values: dict[str, np.ndarray]
+    out: str, stops: set[str], prefix: str, links: Links, values: Constants
 ) -> tuple[onnx.NodeProto, ...] | None:
     """The nodes between the layer's inputs and `out`; None where the way back leaves the
     layer (another layer's node, a graph input) or `out`'s producer must stay."""
@@ -184,7 +182,7 @@ def _region(
 
 
 def _is_vits(
-    region: tuple[onnx.NodeProto, ...], values: dict[str, np.ndarray], table: str, channels: int
+    region: tuple[onnx.NodeProto, ...], values: Constants, table: str, channels: int
 ) -> bool:
     """Whether the region is VITS's windowed relative attention and nothing else: its ops,
     both tables read, a shape VITS makes, q divided by sqrt(k_channels)."""

@@ -10,6 +10,7 @@ what it knows.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,14 +38,41 @@ class Links:
         return readers[0] if len(readers) == 1 else None
 
 
-def constant_values(graph: onnx.GraphProto) -> dict[str, np.ndarray]:
-    """Every constant tensor of `graph` by name: its initializers and Constant nodes'
-    outputs (also what voicebuild/half.py rounds to fp16)."""
-    values = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
-    for node in graph.node:
-        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
-            values[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
-    return values
+class Constants(Mapping[str, np.ndarray]):
+    """Every constant tensor of a graph by name, its initializers and Constant nodes'
+    outputs, each made an array when first asked for (a voice's weights are 19-63 MB, and
+    a rewrite reads a few small ones)."""
+
+    def __init__(self, graph: onnx.GraphProto) -> None:
+        self._tensors = {t.name: t for t in graph.initializer}
+        for node in graph.node:
+            if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+                self._tensors[node.output[0]] = node.attribute[0].t
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._arrays:
+            self._arrays[name] = numpy_helper.to_array(self._tensors[name])
+        return self._arrays[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tensors
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tensors)
+
+    def __len__(self) -> int:
+        return len(self._tensors)
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        """A constant's shape, without making it an array."""
+        return tuple(self._tensors[name].dims)
+
+
+def constant_values(graph: onnx.GraphProto) -> Constants:
+    """Every constant tensor of `graph` by name (also what voicebuild/half.py rounds to
+    fp16)."""
+    return Constants(graph)
 
 
 @dataclass
@@ -81,8 +109,9 @@ def splice(
     for node in graph.node:
         if id(node) in dropped:
             continue
-        for out in [name for name in pending if name in node.input]:
-            nodes.extend(pending.pop(out))
+        if pending and not pending.keys().isdisjoint(node.input):
+            for out in [name for name in pending if name in node.input]:
+                nodes.extend(pending.pop(out))
         nodes.append(node)
     for rest in pending.values():  # read by no node: a graph output
         nodes.extend(rest)

@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from .graph_edit import Builder, Links, constant_values, drop_unread_initializers, splice
+from .graph_edit import Builder, Constants, Links, constant_values, drop_unread_initializers, splice
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def fuse_layer_norms(model: onnx.ModelProto) -> int:
     return len(norms)
 
 
-def _read(mean: onnx.NodeProto, links: Links, values: dict[str, np.ndarray]) -> _Norm | None:
+def _read(mean: onnx.NodeProto, links: Links, values: Constants) -> _Norm | None:
     """The chain that starts at ReduceMean `mean`, or None where anything differs."""
     axes = _axes(mean)
     if mean.op_type != "ReduceMean" or axes not in ([-1], [1]) or not mean.name.startswith(PARTS):
@@ -115,7 +115,7 @@ def _axes(node: onnx.NodeProto) -> list[int] | None:
     return next((list(a.ints) for a in node.attribute if a.name == "axes"), None)
 
 
-def _scalar(values: dict[str, np.ndarray], name: str) -> float | None:
+def _scalar(values: Constants, name: str) -> float | None:
     value = values.get(name)
     return float(value) if value is not None and value.size == 1 else None
 

@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
-from .graph_edit import Builder, Links, constant_values, keep_what_others_read, splice
+from .graph_edit import Builder, Constants, Links, constant_values, keep_what_others_read, splice
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def _splines(
     graph: onnx.GraphProto,
     producers: dict[str, onnx.NodeProto],
     consumers: dict[str, list[onnx.NodeProto]],
-    values: dict[str, np.ndarray],
+    values: Constants,
 ) -> list[_Spline]:
     """The flows that end as VITS's ConvFlow does: Concat(x0, spline(x1)) of a Split."""
     found = []
@@ -90,7 +90,7 @@ def _read(
     out: str,
     graph: onnx.GraphProto,
     consumers: dict[str, list[onnx.NodeProto]],
-    values: dict[str, np.ndarray],
+    values: Constants,
 ) -> _Spline | None:
     """The spline's inputs and constants, or None where anything differs from VITS's."""
     proj = next((n for n in graph.node if n.name == prefix + "proj/Conv"), None)
@@ -120,7 +120,7 @@ def _read(
 
 
 def _has_vits_constants(
-    prefix: str, bound: float, graph: onnx.GraphProto, values: dict[str, np.ndarray]
+    prefix: str, bound: float, graph: onnx.GraphProto, values: Constants
 ) -> bool:
     """Whether the flow's scalar constants hold VITS's: the bins' floor (MIN_SIZE), the
     bin search's SEARCH_EPS and the interval's width (2 * bound)."""

@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ..voice.graph_edit import constant_values
+from ..voice.graph_edit import Constants, constant_values
 
 SUFFIX = "_fp16"
 # The inputs of each op type the region may hold that carry float data (others: shapes).
@@ -117,7 +117,7 @@ def to_half(model: onnx.ModelProto, start: str, end: str) -> list[str]:
 def _half_source(
     graph: onnx.GraphProto,
     name: str,
-    constants: dict[str, np.ndarray],
+    constants: Constants,
     casts: dict[str, onnx.NodeProto],
 ) -> str:
     """The fp16 tensor standing for float tensor ``name``: an fp16 copy of a constant, or
