@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -186,8 +187,8 @@ def _is_vits(
 ) -> bool:
     """Whether the region is VITS's windowed relative attention and nothing else: its ops,
     both tables read, a shape VITS makes, q divided by sqrt(k_channels)."""
-    kinds = [node.op_type for node in region]
-    if not set(kinds) <= KNOWN_OPS or kinds.count("Softmax") != 1 or kinds.count("MatMul") != 4:
+    kinds = Counter(node.op_type for node in region)
+    if not set(kinds) <= KNOWN_OPS or kinds["Softmax"] != 1 or kinds["MatMul"] != 4:
         return False
     emb_k, emb_v = values[table + "emb_rel_k"], values[table + "emb_rel_v"]
     read = {name for node in region for name in node.input}
