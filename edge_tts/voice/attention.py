@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
-from .graph_edit import Builder, Constants, Links, constant_values, keep_what_others_read, splice
+from .graph_edit import Builder, Constants, Links, keep_what_others_read, splice
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def compact_attention(model: onnx.ModelProto) -> int:
     """Rewrite `model`'s relative-position attention layers in place; how many."""
     graph = model.graph
     links = Links.of(graph)
-    values = constant_values(graph)
+    values = Constants(graph)
     prefixes = dict.fromkeys(
         node.name[: node.name.index("/", len(LAYERS)) + 1]
         for node in graph.node

@@ -1,4 +1,5 @@
-"""What the load-time graph rewrites share (splines.py, attention.py, layer_norms.py):
+"""What the load-time graph rewrites share (splines.py, attention.py, layer_norms.py,
+zero_adds.py):
 who makes and who reads each tensor, the graph's constants, a builder for new nodes, and
 the splice that puts new nodes where the old ones were.
 
@@ -41,7 +42,7 @@ class Links:
 class Constants(Mapping[str, np.ndarray]):
     """Every constant tensor of a graph by name, its initializers and Constant nodes'
     outputs, each made an array when first asked for (a voice's weights are 19-63 MB, and
-    a rewrite reads a few small ones)."""
+    a rewrite reads a few small ones; voicebuild/half.py rounds them to fp16)."""
 
     def __init__(self, graph: onnx.GraphProto) -> None:
         self._tensors = {t.name: t for t in graph.initializer}
@@ -67,12 +68,6 @@ class Constants(Mapping[str, np.ndarray]):
     def shape(self, name: str) -> tuple[int, ...]:
         """A constant's shape, without making it an array."""
         return tuple(self._tensors[name].dims)
-
-
-def constant_values(graph: onnx.GraphProto) -> Constants:
-    """Every constant tensor of `graph` by name (also what voicebuild/half.py rounds to
-    fp16)."""
-    return Constants(graph)
 
 
 @dataclass

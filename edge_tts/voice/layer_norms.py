@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from .graph_edit import Builder, Constants, Links, constant_values, drop_unread_initializers, splice
+from .graph_edit import Builder, Constants, Links, drop_unread_initializers, splice
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def fuse_layer_norms(model: onnx.ModelProto) -> int:
     """Rewrite `model`'s layer-norm chains in place; how many were rewritten."""
     graph = model.graph
     links = Links.of(graph)
-    values = constant_values(graph)
+    values = Constants(graph)
     norms = [n for node in graph.node if (n := _read(node, links, values)) is not None]
     if not norms:
         return 0

@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
-from .graph_edit import Builder, Constants, Links, constant_values, keep_what_others_read, splice
+from .graph_edit import Builder, Constants, Links, keep_what_others_read, splice
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -48,10 +48,10 @@ def compact_splines(model: onnx.ModelProto) -> int:
     """Rewrite `model`'s duration-predictor splines in place; how many were rewritten."""
     graph = model.graph
     links = Links.of(graph)
-    values = constant_values(graph)
+    values = Constants(graph)
     replaced: dict[str, list[onnx.NodeProto]] = {}
     dropped: set[int] = set()
-    for spline in _splines(graph, links.producers, links.consumers, values):
+    for spline in _splines(graph, links, values):
         old = _region(links, spline)
         if old is not None:
             dropped.update(id(node) for node in old)
@@ -63,22 +63,17 @@ def compact_splines(model: onnx.ModelProto) -> int:
     return count
 
 
-def _splines(
-    graph: onnx.GraphProto,
-    producers: dict[str, onnx.NodeProto],
-    consumers: dict[str, list[onnx.NodeProto]],
-    values: Constants,
-) -> list[_Spline]:
+def _splines(graph: onnx.GraphProto, links: Links, values: Constants) -> list[_Spline]:
     """The flows that end as VITS's ConvFlow does: Concat(x0, spline(x1)) of a Split."""
     found = []
     for node in graph.node:
         if node.op_type != "Concat" or not node.name.startswith(FLOWS) or len(node.input) != 2:
             continue
-        split, bent = producers.get(node.input[0]), producers.get(node.input[1])
+        split, bent = links.producers.get(node.input[0]), links.producers.get(node.input[1])
         if split is None or split.op_type != "Split" or bent is None or len(split.output) != 2:
             continue
         prefix = node.name.rsplit("/", 1)[0] + "/"
-        spline = _read(prefix, split.output[1], node.input[1], graph, consumers, values)
+        spline = _read(prefix, split.output[1], node.input[1], graph, links.consumers, values)
         if spline is not None:
             found.append(spline)
     return found

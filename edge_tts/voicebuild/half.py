@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ..voice.graph_edit import Constants, constant_values
+from ..voice.graph_edit import Constants
 
 SUFFIX = "_fp16"
 # The inputs of each op type the region may hold that carry float data (others: shapes).
@@ -87,7 +87,7 @@ def to_half(model: onnx.ModelProto, start: str, end: str) -> list[str]:
         if node.op_type not in _FLOAT_INPUTS or node.domain not in ("", "ai.onnx"):
             raise RegionError(f"{node.name} ({node.op_type}) has no plain fp16 form")
     made = {out for node in nodes for out in node.output}
-    constants = constant_values(graph)
+    constants = Constants(graph)
     replaced = {t for node in nodes for t in node.input if t in constants}
     casts_in: dict[str, onnx.NodeProto] = {}
     for node in nodes:
