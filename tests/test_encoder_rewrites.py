@@ -8,29 +8,25 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edge_tts.voice import files
 from edge_tts.voice.attention import compact_attention
 from edge_tts.voice.layer_norms import fuse_layer_norms
-from edge_tts.voice.model import session_options
 from edge_tts.voice.model_check import compact_encoder
 from edge_tts.voice.splines import compact_splines
 from edge_tts.voice.zero_adds import drop_zero_adds
 
-SEEDED = 7.0  # the duration predictor's noise, fixed in both graphs so they can be compared
+from .support.voice_graphs import builds, seeded, session
+
 CLOSE = 1e-4  # relative and absolute: float rounding (LayerNormalization sums otherwise)
 
 
-def seeded(path: Path) -> onnx.ModelProto:
-    """The voice with its noise seeded and, as outputs, the text encoder's statistics and
-    the durations before rounding (what the rewrites feed; the audio follows from them)."""
-    model = onnx.load(str(path))
-    for node in model.graph.node:
-        if node.op_type == "RandomNormalLike":
-            node.attribute.append(helper.make_attribute("seed", SEEDED))
+def with_outputs(path: Path) -> onnx.ModelProto:
+    """The voice, its noise seeded, with as outputs the text encoder's statistics and the
+    durations before rounding (what the rewrites feed; the audio follows from them)."""
+    model = seeded(path)
     stats = next(n for n in model.graph.node if n.name.startswith("/enc_p/proj/"))
     durations = next(n for n in model.graph.node if n.op_type == "Ceil")
     for name in (stats.output[0], durations.input[0]):
@@ -40,24 +36,10 @@ def seeded(path: Path) -> onnx.ModelProto:
     return model
 
 
-def session(model: onnx.ModelProto) -> onnxruntime.InferenceSession:
-    return onnxruntime.InferenceSession(
-        model.SerializeToString(), session_options(2), providers=["CPUExecutionProvider"]
-    )
-
-
-def builds() -> list[Path]:
-    found = [files.packaged_fp32().model]
-    int8 = files.default_voice().model
-    if int8.name.endswith(files.INT8_SUFFIX):
-        found.append(int8)  # scripts/setup builds it; the FP32 voice is always there
-    return found
-
-
 @pytest.mark.model
 @pytest.mark.parametrize("path", builds(), ids=lambda p: p.name)
 def test_the_rewritten_encoder_computes_the_same_values(path: Path) -> None:
-    original, rewritten = seeded(path), seeded(path)
+    original, rewritten = with_outputs(path), with_outputs(path)
     compact_splines(original)  # already proven bit-exact (test_splines.py)
     before = len(original.graph.node)
     counts = {"splines": 3, "attention": 6, "layer_norms": 36, "zero_adds": 16}

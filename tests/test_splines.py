@@ -6,37 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime
 import pytest
 from onnx import helper
 
-from edge_tts.voice import files
-from edge_tts.voice.model import session_options
 from edge_tts.voice.splines import compact_splines
 
-SEEDED = 7.0  # the duration predictor's noise, fixed in both graphs so they can be compared
-
-
-def seeded(path: Path) -> onnx.ModelProto:
-    model = onnx.load(str(path))
-    for node in model.graph.node:
-        if node.op_type == "RandomNormalLike":
-            node.attribute.append(helper.make_attribute("seed", SEEDED))
-    return model
-
-
-def session(model: onnx.ModelProto) -> onnxruntime.InferenceSession:
-    return onnxruntime.InferenceSession(
-        model.SerializeToString(), session_options(2), providers=["CPUExecutionProvider"]
-    )
-
-
-def builds() -> list[Path]:
-    found = [files.packaged_fp32().model]
-    int8 = files.default_voice().model
-    if int8.name.endswith(files.INT8_SUFFIX):
-        found.append(int8)  # scripts/setup builds it; the FP32 voice is always there
-    return found
+from .support.voice_graphs import builds, seeded, session
 
 
 @pytest.mark.model
