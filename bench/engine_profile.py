@@ -201,13 +201,14 @@ def graph_parts(build: str, lines: Sequence[str]) -> dict[str, Any]:
     from edge_tts.voice import files
     from edge_tts.voice.decoder_cut import split_at_decoder
     from edge_tts.voice.model import Voice, encoder_threads, session_options
-    from edge_tts.voice.model_check import compact_encoder
+    from edge_tts.voice.model_check import compact_decoder, compact_encoder
     from edge_tts.voice.windowed import speaker_feeds
 
     model = files.default_int8_path() if build == "int8" else files.packaged_fp32().model
     voice = Voice(files.from_model_path(model))
     graph = onnx.load(str(model))
     compact_encoder(graph)  # as the engine loads it
+    compact_decoder(graph)
     halves = split_at_decoder(graph)
     assert halves is not None, "a graph the engine cannot cut"
     times: Counter[str] = Counter()

@@ -29,7 +29,7 @@ voice as imported (nothing in the voice directory changes):
                  CALIBRATION sentences' ids
     f-pp         the vocoder's three upsampling ConvTransposes (kernel k x 1, stride s x 1,
                  2-D of width 1) made 1-D between a Squeeze and an Unsqueeze and rewritten
-                 as polyphase Convs (edge_tts.voicebuild.polyphase, the English voice's
+                 as polyphase Convs (edge_tts.voice.polyphase, the English voice's
                  rewrite): FP32, the same numbers
     f-pp-int8    f-pp with those three Convs (and their interleave) static QDQ INT8,
                  calibrated as d-static (MinMax); f-pp-int8-p: Percentile 99.95 per side
@@ -241,7 +241,7 @@ def renamed_tensors(src: Path, dst: Path) -> None:
 def squeezed_conv_transposes(model: Any, prefix: str) -> int:
     """Each 2-D ConvTranspose of width 1 (kernel k x 1, stride s x 1) whose name starts with
     `prefix` as a 1-D one between a Squeeze and an Unsqueeze of the width axis, in place,
-    so that edge_tts.voicebuild.polyphase can rewrite it. Returns how many."""
+    so that edge_tts.voice.polyphase can rewrite it. Returns how many."""
     from onnx import helper, numpy_helper
 
     graph = model.graph
@@ -285,7 +285,7 @@ def squeezed_conv_transposes(model: Any, prefix: str) -> int:
 def polyphase_vocoder(src: Path, dst: Path) -> dict[str, Any]:
     import onnx
 
-    from edge_tts.voicebuild.polyphase import rewrite_conv_transposes
+    from edge_tts.voice.polyphase import rewrite_conv_transposes
 
     model = onnx.load(str(src))
     squeezed = squeezed_conv_transposes(model, VOCODER_UPSAMPLING)
@@ -440,7 +440,7 @@ def polyphase_int8(
     import onnx
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
-    from edge_tts.voicebuild.polyphase import INTERLEAVE_OPS, interleave_nodes
+    from edge_tts.voice.polyphase import INTERLEAVE_OPS, interleave_nodes
 
     renamed = work / "vocoder.pp.renamed.onnx"
     renamed_tensors(src, renamed)

@@ -19,9 +19,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 from edge_tts.voice import files
 from edge_tts.voice.decoder_cut import split_at_decoder
+from edge_tts.voice.polyphase import polyphase_weight, rewrite_conv_transposes
 from edge_tts.voicebuild import quality
 from edge_tts.voicebuild.calibration import sentence_ids
-from edge_tts.voicebuild.polyphase import polyphase_weight, rewrite_conv_transposes
 from edge_tts.voicebuild.quantizer import quantize
 
 RELATIVE_TOLERANCE = 1e-4

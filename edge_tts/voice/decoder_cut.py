@@ -30,7 +30,7 @@ _LOGGER = logging.getLogger(__name__)
 DECODER_FIRST_CONV = "/dec/conv_pre/Conv"  # torch.onnx's scope name in every Piper export
 DECODER_STAGE_CONVS = ("/dec/ups.1/ConvTranspose",)  # where later decoder stages start
 # An INT8 build may hold a ConvTranspose rewritten as "<its name><this>" (the quantizer's
-# edge_tts.voicebuild.polyphase); that Conv then starts the stage.
+# edge_tts.voice.polyphase); that Conv then starts the stage.
 POLYPHASE_CONV = "_polyphase/Conv"
 SPEAKER_INPUTS = {"sid"}  # multi-speaker voices condition the decoder on the speaker
 _QDQ = ("QuantizeLinear", "DequantizeLinear")

@@ -1,6 +1,7 @@
 """The model checker: a model's verified bytes checked (self-contained ONNX) and cut at
-the decoder (decoder_cut.py), the duration predictor's splines made compact first
-(splines.py), in a child process, `python -m edge_tts.voice.model_check`.
+the decoder (decoder_cut.py), its graph rewritten first for what onnxruntime's CPU kernels
+run best (`compact_encoder`, `compact_decoder`), in a child process,
+`python -m edge_tts.voice.model_check`.
 
 The child gets the bytes on stdin, not the path, so what it checks and cuts is what was
 hashed. Doing this in a child keeps onnx (12 MB of imports) and the parsed graph out of
@@ -171,6 +172,18 @@ def compact_encoder(model: onnx.ModelProto) -> dict[str, int]:
     }
 
 
+def compact_decoder(model: onnx.ModelProto) -> dict[str, int]:
+    """The load-time rewrites of HiFi-GAN, before the cut: its float upsamplings as
+    polyphase Convs and its float Convs as 2-D, both for onnxruntime's NCHWc kernels (the
+    same values; docs/benchmarks.md)."""
+    from . import conv2d, polyphase  # onnx: in the child only
+
+    return {
+        "polyphase": len(polyphase.rewrite_conv_transposes(model, (conv2d.DECODER,))),
+        "conv2d": conv2d.decoder_convs_as_2d(model),
+    }
+
+
 def _main(argv: list[str]) -> int:
     """Child side of `check_and_split`: model bytes on stdin, halves (or null) on stdout."""
     path = Path(argv[0]) if argv else Path("<stdin>")
@@ -184,6 +197,7 @@ def _main(argv: list[str]) -> int:
     cut = "--check-only" not in argv
     if cut:
         compact_encoder(model)
+        compact_decoder(model)
     for piece in _encode(split_at_decoder(model) if cut else None):
         sys.stdout.buffer.write(piece)
     sys.stdout.buffer.flush()

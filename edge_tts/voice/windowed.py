@@ -14,6 +14,7 @@ import numpy as np
 import onnxruntime
 
 from .decoder_cut import SplitModel
+from .two_halves import run_in_halves, takes_batches
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -61,6 +62,15 @@ class DecoderStage:
     input: str  # the tensor it reads: the latent, or the previous stage's output
     context: int  # extra input steps on each side for exact output
     hop: int  # audio samples per input step
+    in_halves: bool = False  # a window as a batch of its two halves (two_halves.py)
+
+    def run(self, data: np.ndarray, extra: dict[str, np.ndarray]) -> np.ndarray:
+        """The stage's output for a window of its input (`extra`: the voice's own inputs
+        the first stage reads)."""
+        if self.in_halves:
+            return run_in_halves(self.session, self.input, data, self.context)
+        feeds = {self.input: np.ascontiguousarray(data), **extra}
+        return np.asarray(self.session.run(None, feeds)[0])
 
 
 class WindowedEngine:
@@ -89,7 +99,9 @@ class WindowedEngine:
         self.frame_seconds = stages[0].hop / sample_rate
 
     def describe(self) -> str:
-        contexts = " + ".join(str(stage.context) for stage in self._stages)
+        contexts = " + ".join(
+            f"{stage.context}{' (in halves)' if stage.in_halves else ''}" for stage in self._stages
+        )
         threads = self._encoder.get_session_options().intra_op_num_threads
         return (
             f"encoder on {threads} thread(s), windowed decoding in {len(self._stages)} "
@@ -130,10 +142,8 @@ class WindowedEngine:
         with self._decode_lock:
             began = time.monotonic()
             for stage, (_, (keep_lo, keep_hi)) in zip(self._stages, plan, strict=True):
-                feeds = {stage.input: np.ascontiguousarray(data)}
-                if stage is self._stages[0]:
-                    feeds.update(extra)
-                data = stage.session.run(None, feeds)[0][..., keep_lo:keep_hi]
+                data = stage.run(data, extra if stage is self._stages[0] else {})
+                data = data[..., keep_lo:keep_hi]
             elapsed = time.monotonic() - began
         audio = np.asarray(data, dtype=np.float32).reshape(-1).copy()
         return audio, elapsed / (end - start)
@@ -267,7 +277,14 @@ def probe_stages(
         if context > steps // 2:
             _LOGGER.info("Decoder's receptive field is %d steps or more: whole sentences", context)
             return None
-        stages.append(DecoderStage(sessions[index], halves.stage_inputs[index], context, hop))
+        # Later stages read nothing but the stage before's output (the cut), so a batch of
+        # two is only their input's; the first also reads the voice's speaker input.
+        # Checked on a short piece: the probe's full length in a batch of two would grow
+        # the arena while the load's bytes are still held (a higher peak).
+        piece = data[..., : 8 * context]
+        split = index > 0 and takes_batches(sessions[index], halves.stage_inputs[index], piece)
+        stage = DecoderStage(sessions[index], halves.stage_inputs[index], context, hop, split)
+        stages.append(stage)
     if any(stages[0].hop % stage.hop for stage in stages):
         return None  # a stage's steps are not whole fractions of a frame: no window plan
     return stages

@@ -42,6 +42,12 @@ from onnxruntime.quantization import (
 
 from ..voice import files
 from ..voice.build_manifest import write_manifest
+from ..voice.polyphase import (
+    INTERLEAVE_OPS,
+    interleave_nodes,
+    original_name,
+    rewrite_conv_transposes,
+)
 from .calibration import (
     CALIBRATION_SEED,
     PhonemeReader,
@@ -49,7 +55,6 @@ from .calibration import (
     set_random_seed,
 )
 from .half import region, to_half
-from .polyphase import INTERLEAVE_OPS, interleave_nodes, original_name, rewrite_conv_transposes
 from .quality import DETERMINISTIC_SCALES
 from .schemes import DEFAULT_SCHEME, SCHEMES, Scheme
 

@@ -17,7 +17,7 @@ Methods:
   sequences; onnxruntime fuses DQ -> Conv -> Q into QLinearConv when it loads the model.
 * ``polyphase`` (an option of any method) - before quantizing, the ConvTransposes whose
   names start with these prefixes are rewritten as ordinary Convs
-  (``edge_tts.voicebuild.polyphase``); the new Conv nodes keep the ConvTranspose's prefix, so
+  (``edge_tts.voice.polyphase``); the new Conv nodes keep the ConvTranspose's prefix, so
   ``include`` decides whether they are quantized.  onnxruntime has no int8 kernel for
   ConvTranspose, but runs these as QLinearConv.
 * ``weight-only`` - Conv/ConvTranspose weights stored as per-output-channel symmetric

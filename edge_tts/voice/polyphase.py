@@ -1,7 +1,8 @@
-"""Graph surgery for the quantizer: a 1-D ConvTranspose as one ordinary Conv.
+"""A 1-D ConvTranspose as one ordinary Conv: for the quantizer and at load.
 
 onnxruntime has no int8 CPU kernel for ConvTranspose, so HiFi-GAN's upsampling layers
-stay FP32 even inside a QDQ model.  A stride-``s`` ConvTranspose equals ``s`` ordinary
+stay FP32 even inside a QDQ model, and its float ConvTranspose runs a GEMM and a col2im
+where a Conv gets the NCHWc kernels (conv2d.py).  A stride-``s`` ConvTranspose equals ``s`` ordinary
 convolutions of its input (its polyphase components) whose outputs are interleaved:
 with ``m = ceil(K / s)`` taps per phase and the padding-free output ``full``,
 
@@ -10,7 +11,8 @@ with ``m = ceil(K / s)`` taps per phase and the padding-free output ``full``,
 All ``s`` phases run as one Conv with ``s * C_out`` output channels (channel ``c*s + r``
 holds phase ``r`` of output channel ``c``); Reshape -> Transpose -> Reshape interleaves
 them and a Slice drops the ConvTranspose's ``pads``.  The Conv then quantizes like any
-other (QLinearConv).
+other (QLinearConv); at load (model_check.compact_decoder) the upsamplings a build left
+float are rewritten the same way and stay float.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..voice.decoder_cut import POLYPHASE_CONV
+from .decoder_cut import POLYPHASE_CONV
 
 SUFFIX = POLYPHASE_CONV.removesuffix("/Conv")  # "<ConvTranspose name>_polyphase/..."
 _INT64_MAX = np.iinfo(np.int64).max
