@@ -200,6 +200,7 @@ def graph_parts(build: str, lines: Sequence[str]) -> dict[str, Any]:
 
     from edge_tts.voice import files
     from edge_tts.voice.decoder_cut import split_at_decoder
+    from edge_tts.voice.kernels import nchwc_convolutions
     from edge_tts.voice.model import Voice, encoder_threads, session_options
     from edge_tts.voice.model_check import compact_decoder, compact_encoder
     from edge_tts.voice.windowed import speaker_feeds
@@ -208,7 +209,7 @@ def graph_parts(build: str, lines: Sequence[str]) -> dict[str, Any]:
     voice = Voice(files.from_model_path(model))
     graph = onnx.load(str(model))
     compact_encoder(graph)  # as the engine loads it
-    compact_decoder(graph)
+    compact_decoder(graph, nchwc_convolutions())
     halves = split_at_decoder(graph)
     assert halves is not None, "a graph the engine cannot cut"
     times: Counter[str] = Counter()

@@ -65,6 +65,7 @@ import pytest
 import yaml
 
 from edge_tts.voice import files
+from edge_tts.voice.kernels import nchwc_convolutions
 from edge_tts.voice.model import load_config
 from edge_tts.voicebuild.quality import (
     GATE_MAX_DISTANCE,
@@ -109,6 +110,7 @@ SENTENCE = "Front door open."
 # qemu's models of the fleet's CPUs: onnxruntime picks its int8 kernels by what the CPU
 # has, and the Pi 4's Cortex-A72 has no int8 dot product where the Pi 5's A76 has.
 BOARDS = {"pi4": "cortex-a72", "pi5": "cortex-a76"}
+ENGINE_SUFFIX = "-engine"  # a build as the daemon runs it (arm64_speech.speak_through_engine)
 
 
 @dataclass
@@ -201,7 +203,8 @@ def test_the_root_is_aarch64_and_its_venv_imports_the_package(arm64_root: Arm64R
 
 def test_arm64_speaks_like_x86(arm64_root: Arm64Root, tmp_path: Path) -> None:
     """The INT8 default and the FP32 original, synthesized in the root on a Pi 4's and a
-    Pi 5's CPU model, against the same builds synthesized on x86."""
+    Pi 5's CPU model, against the same builds synthesized on x86; and each as the daemon
+    runs it there (rewritten at load, decoded in windows) against its own whole graph."""
     ids = arm64_speech.sentence_ids(SENTENCE)
     rate = load_config(files.packaged_fp32()).sample_rate
     models = {"int8": CACHE / "artifacts/voices/en_US-joe-medium.int8.onnx"}
@@ -209,8 +212,9 @@ def test_arm64_speaks_like_x86(arm64_root: Arm64Root, tmp_path: Path) -> None:
     x86 = {build: arm64_speech.speak(model, ids) for build, model in models.items()}
     host = arm64_speech.x86_features()
     x86_exact = _speak_on_x86_without_avx2(models["int8"], ids, tmp_path)
-    pi4 = _speak_in_root(arm64_root.root, "pi4", ["int8", "fp32"], ids, models)
-    pi5 = _speak_in_root(arm64_root.root, "pi5", ["int8"], ids, models)
+    both = ["int8", "int8-engine"]
+    pi4 = _speak_in_root(arm64_root.root, "pi4", [*both, "fp32", "fp32-engine"], ids, models)
+    pi5 = _speak_in_root(arm64_root.root, "pi5", both, ids, models)
 
     d = {
         "fp32 pi4 vs x86": compare(x86["fp32"], pi4["fp32"], rate),
@@ -218,6 +222,9 @@ def test_arm64_speaks_like_x86(arm64_root: Arm64Root, tmp_path: Path) -> None:
         "int8 pi4 vs x86 (this host)": compare(x86["int8"], pi4["int8"], rate),
         "int8 vs fp32, pi4": compare(pi4["fp32"], pi4["int8"], rate),
         "int8 vs fp32, x86 (this host)": compare(x86["fp32"], x86["int8"], rate),
+        "int8 engine vs graph, pi4": compare(pi4["int8"], pi4["int8-engine"], rate),
+        "int8 engine vs graph, pi5": compare(pi5["int8"], pi5["int8-engine"], rate),
+        "fp32 engine vs graph, pi4": compare(pi4["fp32"], pi4["fp32-engine"], rate),
     }
     if x86_exact is not None:
         d["int8 pi4 vs x86 without AVX2"] = compare(x86_exact, pi4["int8"], rate)
@@ -251,6 +258,17 @@ def test_arm64_speaks_like_x86(arm64_root: Arm64Root, tmp_path: Path) -> None:
     arm_quantized = d["int8 vs fp32, pi4"]
     assert arm_quantized.spectral_distance < GATE_MAX_DISTANCE
     assert abs(arm_quantized.duration_ratio - 1) < GATE_MAX_DURATION_DEVIATION
+    # The daemon's load path on ARM's kernels: the graph rewritten at load for the CPU's
+    # kernels (voice/model_check.py: the encoder's compact forms, HiFi-GAN's 2-D Convs and
+    # polyphase upsamplings), cut at the decoder, decoded in windows, against the same
+    # build's whole graph in one session on the same CPU model. Measured 2026-12-04
+    # (qemu 7.2, onnxruntime 1.32.0, Cortex-A72): INT8 bit for bit the same (its encoder's
+    # rewrites change float rounding before int8 steps, which can move a duration by a
+    # frame on another sentence: test_encoder_rewrites.py), FP32 1e-5 (LayerNormalization
+    # sums in another order).
+    for pair in ("int8 engine vs graph, pi4", "int8 engine vs graph, pi5"):
+        _same(d[pair], 0.01)
+    _same(d["fp32 engine vs graph, pi4"], 0.01)
     # Last, as the others need no emulated x86: INT8 on ARM vs the same onnxruntime on x86
     # with its SSE4.1 int8 kernels: 5e-6 / 4e-6, the same length, as close as FP32 is: ARM
     # computes exactly what x86 computes exactly.
@@ -326,7 +344,7 @@ def _speak_in_root(
     board's CPU model: the installed INT8 voice, the installed FP32 original."""
     out = "/tmp/arm64-speech"  # inside the root
     copy_into(root, Path(arm64_speech.__file__), f"{out}/arm64_speech.py")
-    specs = [f"{b}-{board}={INT8}" if b == "int8" else f"{b}-{board}" for b in builds]
+    specs = [_spec(build, board) for build in builds]
     cpu = BOARDS[board]
     command = [f"{VENV}/bin/python", f"{out}/arm64_speech.py", SENTENCE, out, *specs]
     result = in_root(root, *command, cpu=cpu, timeout=1200)
@@ -334,15 +352,32 @@ def _speak_in_root(
     report = json.loads(result.stdout.splitlines()[-1])
     seconds = {b: report[f"{b}-{board}"]["seconds"] for b in builds}
     print(f"{board} ({cpu}, {report['cpu']}): {seconds} s emulated")
+    # onnxruntime's aarch64 wheel has no NCHWc kernels, as edge_tts.voice.kernels says: the
+    # decoder stays as exported and no window runs in halves (both are for those kernels).
+    assert report["nchwc"] is nchwc_convolutions("aarch64") is False
+    for build in builds:
+        if build.endswith(ENGINE_SUFFIX):  # the daemon's load path took the voice whole
+            engine = report[f"{build}-{board}"]["engine"]
+            print(f"  {build}: {engine}")
+            assert "windowed decoding in 2 stage(s)" in engine, engine
+            assert "halves" not in engine, engine
     assert report["machine"] == "aarch64"
     assert report["cpu"] == {"dotprod": board == "pi5", "i8mm": False}  # the kernels' choice
     assert report["ids"] == ids  # espeak-ng's aarch64 build phonemizes alike
     audio = {}
     for build in builds:
-        assert report[f"{build}-{board}"]["sha256"] == _sha256(models[build]), build
+        model = build.removesuffix(ENGINE_SUFFIX)
+        assert report[f"{build}-{board}"]["sha256"] == _sha256(models[model]), build
         raw = root / out.lstrip("/") / f"{build}-{board}.f32"
         audio[build] = np.fromfile(raw, dtype="<f4")
     return audio
+
+
+def _spec(build: str, board: str) -> str:
+    """arm64_speech's spec of a build ("int8", "fp32"; "-engine": as the daemon runs it)."""
+    model = build.removesuffix(ENGINE_SUFFIX)
+    spec = f"{build}-{board}" + (f"={INT8}" if model == "int8" else "")
+    return arm64_speech.ENGINE + spec if build.endswith(ENGINE_SUFFIX) else spec
 
 
 def _same(comparison: Comparison, bound: float) -> None:

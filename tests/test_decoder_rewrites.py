@@ -1,6 +1,7 @@
 """HiFi-GAN's load-time rewrites (voice/polyphase.py at load, voice/conv2d.py:
 model_check.compact_decoder) and a stage's window as a batch of two halves
-(voice/two_halves.py): the same audio, and what they do not recognize left alone."""
+(voice/two_halves.py): the same audio, what they do not recognize left alone, and both
+only where onnxruntime has the NCHWc kernels they are for (voice/kernels.py)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,16 @@ import onnxruntime
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from edge_tts.voice import files
 from edge_tts.voice.conv2d import decoder_convs_as_2d
 from edge_tts.voice.decoder_cut import split_at_decoder
+from edge_tts.voice.kernels import nchwc_convolutions
 from edge_tts.voice.model import session_options
 from edge_tts.voice.model_check import compact_decoder
 from edge_tts.voice.two_halves import run_in_halves, takes_batches
+from edge_tts.voice.windowed import probe_stages
 
+from .support.arm64_speech import nchwc_in_use
 from .support.voice_graphs import builds, seeded
 
 CLOSE = 1e-5  # float rounding: NCHWc kernels sum in another order than im2col + GEMM
@@ -170,7 +175,7 @@ def _decoder(model: onnx.ModelProto) -> list[onnxruntime.InferenceSession]:
 def test_the_rewritten_decoder_makes_the_same_audio(path: Path) -> None:
     original, rewritten = seeded(path), seeded(path)
     int8 = "int8" in path.name  # ups.0-1 are int8 polyphase Convs already, conv_pre int8
-    assert compact_decoder(rewritten) == (
+    assert compact_decoder(rewritten, nchwc=True) == (
         {"polyphase": 1, "conv2d": 8} if int8 else {"polyphase": 3, "conv2d": 21}
     )
     old, new = _decoder(original), _decoder(rewritten)
@@ -183,3 +188,36 @@ def test_the_rewritten_decoder_makes_the_same_audio(path: Path) -> None:
         outputs.append(np.asarray(data).reshape(-1))
     assert float(np.abs(outputs[0]).max()) > 0.1  # audio, not silence
     np.testing.assert_allclose(outputs[1], outputs[0], rtol=0, atol=AUDIO_CLOSE)
+
+
+@pytest.mark.unit
+def test_nchwc_kernels_are_x86_64s() -> None:
+    assert nchwc_convolutions("x86_64") and nchwc_convolutions("AMD64")
+    assert not nchwc_convolutions("aarch64") and not nchwc_convolutions("armv7l")
+
+
+@pytest.mark.unit
+def test_the_rule_is_what_this_onnxruntime_does() -> None:
+    """kernels.py's rule against the installed onnxruntime on this machine (tests/test_arm64.py
+    checks the aarch64 wheel the same way, emulated)."""
+    assert nchwc_in_use() is nchwc_convolutions()
+
+
+@pytest.mark.unit
+def test_without_nchwc_kernels_the_decoder_stays_as_exported() -> None:
+    model = _conv_stack([Layer(kernel=3), Layer(kernel=7, dilation=3)])
+    exported = model.SerializeToString()
+    assert compact_decoder(model, nchwc=False) == {"polyphase": 0, "conv2d": 0}
+    assert model.SerializeToString() == exported
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("split", [True, False])
+def test_windows_run_in_halves_only_where_asked(split: bool) -> None:
+    model = seeded(files.packaged_fp32().model)
+    compact_decoder(model, nchwc=split)
+    halves = split_at_decoder(model)
+    assert halves is not None
+    stages = probe_stages([_session(stage) for stage in halves.decoder], halves, split)
+    assert stages is not None
+    assert [stage.in_halves for stage in stages] == [False, split]  # the first reads the speaker

@@ -11,8 +11,8 @@ layout around each Conv, since the LeakyRelu between them has no NCHWc form.
 Only float Convs with their own constant weight are converted: int8 ones (QDQ: their weight
 comes from a DequantizeLinear) have no NCHWc kernel, and fp16 ones run on their own NHWC
 kernels where the CPU has them. Left 1-D: the Convs where the decoder is cut into stages
-(decoder_cut.py finds the cut from their input). On a CPU without NCHWc kernels the 2-D
-Conv takes the same path as the 1-D one (onnxruntime computes every Conv as 2-D).
+(decoder_cut.py finds the cut from their input). Where onnxruntime has no NCHWc kernels
+(its aarch64 wheels: kernels.py) the model checker leaves the decoder as exported.
 Measured in docs/benchmarks.md.
 """
 

@@ -18,6 +18,7 @@ from piper.config import PhonemeType, PiperConfig
 from .base import BuildInfo, SynthesisParams
 from .files import FP32, IMPORTED, VoiceFiles, scheme_of
 from .integrity import read_pinned
+from .kernels import nchwc_convolutions
 from .model_check import check_and_split
 from .phonemize import phonemes_to_ids, phonemize, text_to_ids
 from .windowed import Engine, WholeEngine, WindowedEngine, probe_stages
@@ -132,6 +133,7 @@ class Voice:
         self._engine: Engine | None = None
         self.sha256: str | None = None
         self.load_seconds: float | None = None
+        self.engine_description: str | None = None  # how it runs, once loaded
         self.build = BuildInfo(scheme_of(files.model), threads)
 
     @property
@@ -224,7 +226,8 @@ class Voice:
         data, halves = verified.data, check_and_split(verified.path, verified.data)
         del verified
         stages = [self._session(stage) for stage in halves.decoder] if halves else []
-        probed = probe_stages(stages, halves) if stages and halves else None
+        split = nchwc_convolutions()  # the halves pay on those kernels only (two_halves.py)
+        probed = probe_stages(stages, halves, split) if stages and halves else None
         engine: Engine
         if halves is None or probed is None:
             del stages
@@ -236,8 +239,9 @@ class Voice:
         del data, halves
         release_free_memory()  # parsed graphs and byte strings are garbage now
         self.load_seconds = time.monotonic() - started
+        self.engine_description = engine.describe()
         _LOGGER.info(
-            "Loaded voice %s in %.2f s (%s)", self.name, self.load_seconds, engine.describe()
+            "Loaded voice %s in %.2f s (%s)", self.name, self.load_seconds, self.engine_description
         )
         return engine
 

@@ -22,6 +22,7 @@ from typing import IO, TYPE_CHECKING
 
 from .decoder_cut import SplitModel, split_at_decoder
 from .integrity import ModelIntegrityError, parse_self_contained
+from .kernels import nchwc_convolutions
 
 if TYPE_CHECKING:
     import onnx
@@ -172,12 +173,15 @@ def compact_encoder(model: onnx.ModelProto) -> dict[str, int]:
     }
 
 
-def compact_decoder(model: onnx.ModelProto) -> dict[str, int]:
+def compact_decoder(model: onnx.ModelProto, nchwc: bool) -> dict[str, int]:
     """The load-time rewrites of HiFi-GAN, before the cut: its float upsamplings as
     polyphase Convs and its float Convs as 2-D, both for onnxruntime's NCHWc kernels (the
-    same values; docs/benchmarks.md)."""
+    same values; docs/benchmarks.md). Where it has none (`nchwc`: kernels.py), the decoder
+    stays as exported."""
     from . import conv2d, polyphase  # onnx: in the child only
 
+    if not nchwc:
+        return {"polyphase": 0, "conv2d": 0}
     return {
         "polyphase": len(polyphase.rewrite_conv_transposes(model, (conv2d.DECODER,))),
         "conv2d": conv2d.decoder_convs_as_2d(model),
@@ -197,7 +201,7 @@ def _main(argv: list[str]) -> int:
     cut = "--check-only" not in argv
     if cut:
         compact_encoder(model)
-        compact_decoder(model)
+        compact_decoder(model, nchwc_convolutions())
     for piece in _encode(split_at_decoder(model) if cut else None):
         sys.stdout.buffer.write(piece)
     sys.stdout.buffer.flush()

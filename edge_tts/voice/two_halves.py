@@ -8,6 +8,8 @@ halves that overlap by the stage's context on each side, the window is a batch
 of two, and each thread takes one half; the halves' outputs, cut at the middle, are the
 window's output (the context is what makes windows exact, windowed.py). Measured in
 docs/benchmarks.md: less CPU and less wall time than the whole window, in 1-D or 2-D.
+Only where onnxruntime has NCHWc kernels (kernels.py): elsewhere a Conv's GEMM is shared
+by both threads already, and the halves would add their overlap and nothing else.
 """
 
 from __future__ import annotations

@@ -236,11 +236,13 @@ INFLUENCE_FLOOR = 1e-3
 
 
 def probe_stages(
-    sessions: list[onnxruntime.InferenceSession], halves: SplitModel
+    sessions: list[onnxruntime.InferenceSession], halves: SplitModel, split_windows: bool
 ) -> list[DecoderStage] | None:
     """The decoder stages with their context and hop, measured: nudge the first step of a
     stage's input and see how far into the audio the change reaches. None if it reaches
-    (nearly) everywhere, or the steps do not map to whole numbers of samples.
+    (nearly) everywhere, or the steps do not map to whole numbers of samples. With
+    `split_windows` (where onnxruntime has NCHWc kernels: two_halves.py) a later stage that
+    takes a batch runs its windows in two halves.
 
     Beyond the samples where the nudge moves the audio by more than INFLUENCE_FLOOR of
     full scale, cutting the context changes real speech by less than float rounding
@@ -282,7 +284,11 @@ def probe_stages(
         # Checked on a short piece: the probe's full length in a batch of two would grow
         # the arena while the load's bytes are still held (a higher peak).
         piece = data[..., : 8 * context]
-        split = index > 0 and takes_batches(sessions[index], halves.stage_inputs[index], piece)
+        split = (
+            split_windows
+            and index > 0
+            and takes_batches(sessions[index], halves.stage_inputs[index], piece)
+        )
         stage = DecoderStage(sessions[index], halves.stage_inputs[index], context, hop, split)
         stages.append(stage)
     if any(stages[0].hop % stage.hop for stage in stages):
