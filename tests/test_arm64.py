@@ -15,8 +15,10 @@ decide onnxruntime's int8 kernels. The host compares each build with the quantiz
 spectral distance (`edge_tts.voicebuild.quality.compare`) to the same build synthesized on
 x86: in this process, and (INT8) by the same onnxruntime on an x86 CPU model without
 AVX2 (the oldest of qemu's that runs this python; when none does, that one comparison is
-skipped, saying why). The thresholds, and the measurements they come from, are in
-test_arm64_speaks_like_x86.
+skipped, saying why). Each build is also spoken as the daemon loads it there (rewritten
+in the model checker's child, cut at the decoder, windowed: the load path's code on ARM's
+kernels) and compared with its own whole graph on the same CPU model. The thresholds, and
+the measurements they come from, are in test_arm64_speaks_like_x86.
 
 The device's pip gets no index: aarch64 wheels of every dependency, downloaded on the host
 at the versions the controller pins, and systemd-python's sdist (tests/support/arm64.py).
@@ -27,7 +29,7 @@ machine: 14 min cold (qemu-user-static installed, debootstrap under emulation 2 
 wheels downloaded, systemd-python compiled in the root; the machine half busy), 9.5 min
 warm on an idle machine, 16 min warm while other jobs kept it busy (load average 5-7).
 Warm, the converge is 8-12 min of that (apt in the root 4-5 min, python3's bootstrap
-1-2 min, pip 1 min, the other tasks 5-10 s each) and the speech 1-2.5 min; the quick
+1-2 min, pip 1 min, the other tasks 5-10 s each) and the speech 2.5-4 min; the quick
 `edge-ttsd tune` adds ~7 min (warm, load 3: 18 min 38 s for the module); the fp16 stage
 2's check ~9 min more (a build on the host, two sentences on each CPU model; 2026-12-03,
 load 3-7: 35 min for the converge and it alone, the converge 24 min of it). In the root,
