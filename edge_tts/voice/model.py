@@ -133,7 +133,6 @@ class Voice:
         self._engine: Engine | None = None
         self.sha256: str | None = None
         self.load_seconds: float | None = None
-        self.engine_description: str | None = None  # how it runs, once loaded
         self.build = BuildInfo(scheme_of(files.model), threads)
 
     @property
@@ -166,6 +165,11 @@ class Voice:
             return []
         names = {number: name for name, number in self.config.speaker_id_map.items()}
         return [names.get(number, str(number)) for number in range(self.config.num_speakers)]
+
+    @property
+    def engine_description(self) -> str | None:
+        """How it runs, once loaded."""
+        return self._engine.describe() if self._engine is not None else None
 
     @property
     def loaded(self) -> bool:
@@ -239,9 +243,8 @@ class Voice:
         del data, halves
         release_free_memory()  # parsed graphs and byte strings are garbage now
         self.load_seconds = time.monotonic() - started
-        self.engine_description = engine.describe()
         _LOGGER.info(
-            "Loaded voice %s in %.2f s (%s)", self.name, self.load_seconds, self.engine_description
+            "Loaded voice %s in %.2f s (%s)", self.name, self.load_seconds, engine.describe()
         )
         return engine
 

@@ -178,10 +178,10 @@ def compact_decoder(model: onnx.ModelProto, nchwc: bool) -> dict[str, int]:
     polyphase Convs and its float Convs as 2-D, both for onnxruntime's NCHWc kernels (the
     same values; docs/benchmarks.md). Where it has none (`nchwc`: kernels.py), the decoder
     stays as exported."""
-    from . import conv2d, polyphase  # onnx: in the child only
-
     if not nchwc:
         return {"polyphase": 0, "conv2d": 0}
+    from . import conv2d, polyphase  # onnx: in the child only
+
     return {
         "polyphase": len(polyphase.rewrite_conv_transposes(model, (conv2d.DECODER,))),
         "conv2d": conv2d.decoder_convs_as_2d(model),

