@@ -3,6 +3,7 @@
     python -m bench.engine_profile --build int8 --rounds 2     # cProfile over the engine path
     python -m bench.engine_profile --build fp32 --parts         # + the same model run whole
     python -m bench.engine_profile --build int8 --graph         # + time by part of the voice
+    python -m bench.engine_profile --build int8 --encoder-threads   # + its encoder, 1 vs 2 threads
 
 The profile: cProfile with the process's CPU time as its clock (every thread, onnxruntime's
 pool included) over bench.engine's `OurEngine` speaking the corpus `--rounds` times: the
@@ -14,6 +15,12 @@ front-end, noise scales as the voice's) with our session options, with spinning 
 piper-tts's session spins), once per sentence unsplit, with memory patterns on, and
 piper-tts itself, its threads parking as ours (FP32 only); interleaved per sentence,
 the order rotating; paired medians against piper-tts (or the spinning whole runs).
+
+`--encoder-threads`: the encoder half as the engine loads it (rewritten, cut), on one
+thread and on two, each chunk's sequences of the corpus, the two taking turns round by
+round: per length of input (phoneme ids), the milliseconds per run on one thread and two
+threads' wall and CPU time over one's (paired medians). The figure behind
+`QUANTIZED_ENCODER_THREADS` (voice/model.py), for a board to check its own.
 
 `--graph`: onnxruntime's own profiler over the voice's halves as the engine cuts them
 (encoder half on the build's encoder threads, the decoder stages on 2), each chunk's
@@ -245,6 +252,65 @@ def graph_parts(build: str, lines: Sequence[str]) -> dict[str, Any]:
     }
 
 
+_ID_BUCKETS = (40, 80, 140)  # phoneme ids per run: the limits of the length groups
+
+
+def encoder_threads(build: str, lines: Sequence[str], rounds: int) -> dict[str, Any]:
+    """The encoder half on one thread and on two, by input length (see the module doc)."""
+    import onnx
+
+    from edge_tts.voice import files
+    from edge_tts.voice.decoder_cut import split_at_decoder
+    from edge_tts.voice.kernels import nchwc_convolutions
+    from edge_tts.voice.model import Voice, new_session
+    from edge_tts.voice.model_check import compact_decoder, compact_encoder
+
+    model = files.default_int8_path() if build == "int8" else files.packaged_fp32().model
+    voice = Voice(files.from_model_path(model))
+    graph = onnx.load(str(model))
+    compact_encoder(graph)
+    compact_decoder(graph, nchwc_convolutions())
+    halves = split_at_decoder(graph)
+    assert halves is not None, "a graph the engine cannot cut"
+    sessions = {threads: new_session(halves.encoder, threads) for threads in (1, 2)}
+    feeds = [voice._feeds(ids, None) for text in lines for ids in voice.ids(text)]
+    times: dict[tuple[int, int], list[tuple[float, float]]] = {}
+    for turn in range(max(2, rounds * 2)):
+        for threads in (1, 2) if turn % 2 else (2, 1):
+            for index, feed in enumerate(feeds):
+                cpu, wall = time.process_time(), time.perf_counter()
+                sessions[threads].run(None, feed)
+                spent = (time.perf_counter() - wall, time.process_time() - cpu)
+                times.setdefault((threads, index), []).append(spent)
+    labels = [*(f"< {b}" for b in _ID_BUCKETS), f">= {_ID_BUCKETS[-1]}"]
+    groups: dict[str, list[int]] = {label: [] for label in labels}
+    for index, feed in enumerate(feeds):
+        ids = int(feed["input"].shape[1])
+        groups[next((f"< {b}" for b in _ID_BUCKETS if ids < b), labels[-1])].append(index)
+    groups["all"] = list(range(len(feeds)))
+    turns = len(times[(1, 0)])
+    return {name: _thread_ratios(times, ix, turns) for name, ix in groups.items() if ix}
+
+
+def _thread_ratios(
+    times: dict[tuple[int, int], list[tuple[float, float]]], indices: list[int], turns: int
+) -> dict[str, Any]:
+    def summed(threads: int, turn: int, what: int) -> float:
+        return sum(times[(threads, i)][turn][what] for i in indices)
+
+    one_ms = statistics.median(summed(1, t, 0) for t in range(turns)) / len(indices) * 1000
+    return {
+        "runs": len(indices),
+        "one_thread_ms": round(one_ms, 2),
+        "wall_two_over_one": round(
+            statistics.median(summed(2, t, 0) / summed(1, t, 0) for t in range(turns)), 3
+        ),
+        "cpu_two_over_one": round(
+            statistics.median(summed(2, t, 1) / summed(1, t, 1) for t in range(turns)), 3
+        ),
+    }
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     lines = evaluation_lines()
     before = os.getloadavg()
@@ -255,6 +321,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result["parts"] = parts(engine, args.build, lines, args.rounds)
     if args.graph:
         result["graph"] = graph_parts(args.build, lines)
+    if args.encoder_threads:
+        result["encoder_threads"] = encoder_threads(args.build, lines, args.rounds)
     result["machine"] = machine_info(before)
     return result
 
@@ -276,6 +344,10 @@ def report(result: dict[str, Any]) -> None:
         graph = result["graph"]
         print(f"onnxruntime's profile: {graph['encoder_nodes_per_run']} nodes per encoder run")
         table(("part of the voice", "share of kernel time"), list(graph["share"].items()))
+    if "encoder_threads" in result:
+        rows = [(ids, *values.values()) for ids, values in result["encoder_threads"].items()]
+        keys = list(next(iter(result["encoder_threads"].values())))
+        table(("encoder half: ids per run", *keys), rows)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -284,6 +356,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="passes over the corpus")
     parser.add_argument("--parts", action="store_true", help="also whole-graph runs, piper-tts")
     parser.add_argument("--graph", action="store_true", help="also time by part of the voice")
+    parser.add_argument(
+        "--encoder-threads", action="store_true", help="also the encoder half on 1 vs 2 threads"
+    )
     add_output_options(parser)
     return run_and_emit(run, parser.parse_args(argv), report)
 

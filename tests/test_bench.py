@@ -157,3 +157,20 @@ def test_engine_profile_names_the_part_of_the_voice_a_node_is_in() -> None:
     assert _part("decoder", "/dec/conv_pre/Conv_kernel_time") == "decoder: HiFi-GAN stage 0"
     assert _part("encoder", "/dp/flows.3/Mul_kernel_time") == "encoder: dp"
     assert _part("encoder", "Transpose_token_13_kernel_time") == "encoder: inserted by onnxruntime"
+
+
+def test_engine_profile_pairs_encoder_thread_counts_turn_by_turn() -> None:
+    from bench.engine_profile import _thread_ratios
+
+    # Two runs, three turns; the second turn is slow for both thread counts (a busy
+    # machine): pairing by turn keeps it out of the ratios.
+    one = [(0.010, 0.010), (0.030, 0.030), (0.010, 0.010)]
+    two = [(0.008, 0.012), (0.024, 0.036), (0.008, 0.012)]
+    times = {(1, 0): one, (1, 1): one, (2, 0): two, (2, 1): two}
+    ratios = _thread_ratios(times, [0, 1], turns=3)
+    assert ratios == {
+        "runs": 2,
+        "one_thread_ms": 10.0,
+        "wall_two_over_one": 0.8,
+        "cpu_two_over_one": 1.2,
+    }

@@ -100,10 +100,12 @@ WARM_UP_TEXT = (
     "the longest piece of text that is synthesized in one go, two hundred characters."
 )
 
-# A quantized encoder half (text encoder, duration predictor, flow: ~2,800 mostly small
-# ops) runs on one thread: a second one saves it no wall time at the lengths a chunk has
-# and costs 1.3-1.4x the CPU, while the FP32 encoder's float kernels do split well (one
-# thread: 9 % slower). The decoder keeps the configured threads (docs/benchmarks.md).
+# A quantized encoder half (text encoder, duration predictor, flow: ~1,300 mostly small
+# ops per run) runs on one thread. Alone, a second one saves it 1-19 % of its wall time
+# (longer inputs more) for 1.2-1.3x its CPU; on the engine's path the decoder windows after
+# it then run ~5 % slower, so a request gains no wall time and pays ~8 % more CPU. The FP32
+# encoder's float kernels do split well (one thread: 9 % slower). The decoder keeps the
+# configured threads. `bench.engine_profile --encoder-threads`; docs/benchmarks.md.
 QUANTIZED_ENCODER_THREADS = 1
 
 
