@@ -40,21 +40,28 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.engine import WARM_UP_TEXT, OurEngine, PiperEngine
 from bench.report_io import add_output_options, machine_info, machine_line, run_and_emit, table
 from tests.support.texts import evaluation_lines
 
+if TYPE_CHECKING:
+    from edge_tts.voice.decoder_cut import SplitModel
+    from edge_tts.voice.model import Voice
+
 RUN = "<built-in method onnxruntime.capi.onnxruntime_pybind11_state.run>"
 Speak = Callable[[str], int]  # text -> samples made
 
 
-def _engine(build: str) -> OurEngine:
+def _model(build: str) -> Path:
     from edge_tts.voice import files
 
-    model = files.default_int8_path() if build == "int8" else files.packaged_fp32().model
-    engine = OurEngine(model, threads=2)
+    return files.default_int8_path() if build == "int8" else files.packaged_fp32().model
+
+
+def _engine(build: str) -> OurEngine:
+    engine = OurEngine(_model(build), threads=2)
     engine.load()
     return engine
 
@@ -197,28 +204,37 @@ def _part(half: str, node: str) -> str:
     return f"decoder: HiFi-GAN {stage}"
 
 
+def _voice_halves(build: str) -> tuple[Voice, SplitModel]:
+    """The build's voice (unloaded: its front-end and feeds) and its halves as the engine
+    loads them: rewritten (model_check), then cut."""
+    import onnx
+
+    from edge_tts.voice import files
+    from edge_tts.voice.decoder_cut import split_at_decoder
+    from edge_tts.voice.kernels import nchwc_convolutions
+    from edge_tts.voice.model import Voice
+    from edge_tts.voice.model_check import compact_decoder, compact_encoder
+
+    model = _model(build)
+    graph = onnx.load(str(model))
+    compact_encoder(graph)
+    compact_decoder(graph, nchwc_convolutions())
+    halves = split_at_decoder(graph)
+    assert halves is not None, "a graph the engine cannot cut"
+    return Voice(files.from_model_path(model)), halves
+
+
 def graph_parts(build: str, lines: Sequence[str]) -> dict[str, Any]:
     import json
     import tempfile
     from collections import Counter
 
-    import onnx
     import onnxruntime
 
-    from edge_tts.voice import files
-    from edge_tts.voice.decoder_cut import split_at_decoder
-    from edge_tts.voice.kernels import nchwc_convolutions
-    from edge_tts.voice.model import Voice, encoder_threads, session_options
-    from edge_tts.voice.model_check import compact_decoder, compact_encoder
+    from edge_tts.voice.model import encoder_threads, session_options
     from edge_tts.voice.windowed import speaker_feeds
 
-    model = files.default_int8_path() if build == "int8" else files.packaged_fp32().model
-    voice = Voice(files.from_model_path(model))
-    graph = onnx.load(str(model))
-    compact_encoder(graph)  # as the engine loads it
-    compact_decoder(graph, nchwc_convolutions())
-    halves = split_at_decoder(graph)
-    assert halves is not None, "a graph the engine cannot cut"
+    voice, halves = _voice_halves(build)
     times: Counter[str] = Counter()
     runs = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -257,21 +273,9 @@ _ID_BUCKETS = (40, 80, 140)  # phoneme ids per run: the limits of the length gro
 
 def encoder_threads(build: str, lines: Sequence[str], rounds: int) -> dict[str, Any]:
     """The encoder half on one thread and on two, by input length (see the module doc)."""
-    import onnx
+    from edge_tts.voice.model import new_session
 
-    from edge_tts.voice import files
-    from edge_tts.voice.decoder_cut import split_at_decoder
-    from edge_tts.voice.kernels import nchwc_convolutions
-    from edge_tts.voice.model import Voice, new_session
-    from edge_tts.voice.model_check import compact_decoder, compact_encoder
-
-    model = files.default_int8_path() if build == "int8" else files.packaged_fp32().model
-    voice = Voice(files.from_model_path(model))
-    graph = onnx.load(str(model))
-    compact_encoder(graph)
-    compact_decoder(graph, nchwc_convolutions())
-    halves = split_at_decoder(graph)
-    assert halves is not None, "a graph the engine cannot cut"
+    voice, halves = _voice_halves(build)
     sessions = {threads: new_session(halves.encoder, threads) for threads in (1, 2)}
     feeds = [voice._feeds(ids, None) for text in lines for ids in voice.ids(text)]
     times: dict[tuple[int, int], list[tuple[float, float]]] = {}
