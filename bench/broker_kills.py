@@ -34,6 +34,7 @@ from paho.mqtt.properties import Properties
 from bench.daemon_rig import Rig, add_daemon_options, daemon_run
 from bench.report_io import log, print_targets, run_and_emit, target
 from edge_tts.messages.events import FINAL_KINDS
+from edge_tts.mqtt.client import close_client
 
 WAIT_S = 600  # for one condition; the daemon may be minutes behind on a busy machine
 
@@ -77,8 +78,7 @@ class Events:
                 self._cond.wait(min(left, 1.0))  # also re-checked without a message
 
     def close(self) -> None:
-        self.client.disconnect()
-        self.client.loop_stop()
+        close_client(self.client)
 
 
 def publish(rig: Rig, payload: dict[str, Any]) -> None:
@@ -92,8 +92,7 @@ def publish(rig: Rig, payload: dict[str, Any]) -> None:
         if not info.is_published():
             raise AssertionError(f"publish of {payload['id']} not acknowledged")
     finally:
-        client.disconnect()
-        client.loop_stop()
+        close_client(client)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import logging
+import socket
 import ssl
 import time
 from pathlib import Path
 
+import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import MQTTErrorCode, MQTTProtocolVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.reasoncodes import ReasonCode
 
 from edge_tts.config import BrokerSettings, TlsSettings
-from edge_tts.mqtt.client import new_client
+from edge_tts.mqtt.client import network_thread_alive, new_client
 from edge_tts.mqtt.envelope import Envelope
 from edge_tts.mqtt.link import Inbound, MqttLink, OutageNoise, guard
+from edge_tts.mqtt.online_gate import BrokerTask, run_task
+
+from .support.broker import free_port
 
 pytestmark = pytest.mark.unit
 
@@ -140,3 +145,55 @@ def test_a_broker_outage_is_no_error_in_the_journal() -> None:
     assert quiet.filter(reset) and (reset.levelno, reset.levelname) == (logging.WARNING, "WARNING")
     other = record(logging.ERROR, "something else went wrong")
     assert quiet.filter(other) and other.levelno == logging.ERROR
+
+
+# --- paho's sockets ---------------------------------------------------------------------
+
+
+def paho_sockets(client: mqtt.Client) -> list[socket.socket]:
+    """The loopback pair paho's network thread wakes up on (made by loop_start)."""
+    pair = [client._sockpairR, client._sockpairW]
+    assert all(sock is not None and sock.fileno() >= 0 for sock in pair)
+    return [sock for sock in pair if sock is not None]
+
+
+def test_stopping_the_link_closes_pahos_sockets_at_once() -> None:
+    """`loop_stop` leaves them to the garbage collector, which may finalize them before
+    the client that would close them: a ResourceWarning (a failed test run) and two
+    descriptors held until then."""
+    mqtt_link = link(broker=BrokerSettings(port=free_port()))  # nothing listens there
+    mqtt_link.start()
+    pair = paho_sockets(mqtt_link._client)
+    mqtt_link.stop()
+    assert [sock.fileno() for sock in pair] == [-1, -1]
+    assert not mqtt_link.alive
+
+
+def test_a_broker_task_closes_its_client_and_sockets() -> None:
+    """The rollout gate and Home Assistant's removal: one short-lived client each."""
+    seen: list[mqtt.Client] = []
+
+    class Probe(BrokerTask):
+        def bind(self, client: mqtt.Client) -> None:
+            super().bind(client)
+            seen.append(client)
+
+        def connected(self, client: mqtt.Client) -> None:
+            self.done.set()
+
+    pair: list[socket.socket] = []
+    probe = Probe()
+    probe.done.set()  # run_task returns once paho's thread has started
+    original = mqtt.Client.loop_start
+
+    def loop_start(client: mqtt.Client) -> MQTTErrorCode:
+        result = original(client)
+        pair.extend(paho_sockets(client))
+        return result
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(mqtt.Client, "loop_start", loop_start)
+        run_task(BrokerSettings(port=free_port()), "edge-tts-gate-unit", probe, timeout=30)
+    (client,) = seen
+    assert len(pair) == 2 and [sock.fileno() for sock in pair] == [-1, -1]
+    assert not network_thread_alive(client)

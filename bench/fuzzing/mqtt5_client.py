@@ -15,6 +15,8 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
+from edge_tts.mqtt.client import close_client
+
 from .case import NONE, UNIQUE, Case
 
 MAX_INFLIGHT = 128  # QoS 1/2 messages paho keeps unacknowledged (above both windows)
@@ -108,5 +110,4 @@ class Client:
 
     def close(self) -> None:
         self.closing = True
-        self.client.disconnect()
-        self.client.loop_stop()
+        close_client(self.client)

@@ -74,6 +74,26 @@ def new_client(
     return client
 
 
+def close_client(client: mqtt.Client) -> None:
+    """Disconnect, stop paho's network thread, and close every socket the client holds.
+
+    `loop_stop` leaves open the loopback socket pair paho wakes its thread with; only
+    `Client.__del__` closes it (paho issue #627). A client in a reference cycle (its
+    callbacks are its owner's bound methods) is freed by the garbage collector, which may
+    finalize the sockets before the client: a ResourceWarning, and two descriptors held
+    until then, for each replaced client (a protocol fallback) and each `wait-online`."""
+    client.disconnect()
+    client.loop_stop()  # joins the thread, unless called on it: then it ends later
+    if not network_thread_alive(client):
+        client._reset_sockets()  # what __del__ does; paho has no public close
+
+
+def network_thread_alive(client: mqtt.Client) -> bool:
+    """paho's network thread (`loop_start`) runs; it reconnects by itself."""
+    thread = getattr(client, "_thread", None)
+    return thread is not None and thread.is_alive()
+
+
 def session_client(
     broker: BrokerSettings, client_id: str, protocol: MQTTProtocolVersion, availability: str
 ) -> mqtt.Client:

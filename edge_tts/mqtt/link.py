@@ -116,8 +116,7 @@ class MqttLink:
             with contextlib.suppress(RuntimeError, ValueError):  # not sent: the will says it
                 info.wait_for_publish(timeout=2)
         self._stopping = True
-        self._client.disconnect()
-        self._client.loop_stop()
+        mqtt_client.close_client(self._client)
         mqtt_client.PAHO_LOGGER.removeFilter(self._quiet)
         self._connected.clear()
 
@@ -129,8 +128,7 @@ class MqttLink:
     def alive(self) -> bool:
         """paho's network thread runs (it reconnects by itself): what the watchdog needs.
         A broker outage is not a reason for systemd to restart us."""
-        thread = getattr(self._client, "_thread", None)
-        return thread is not None and thread.is_alive()
+        return mqtt_client.network_thread_alive(self._client)
 
     def wait_connected(self, timeout: float) -> bool:
         return self._connected.wait(timeout)
@@ -182,9 +180,7 @@ class MqttLink:
 
     def _fall_back(self) -> None:
         """paho cannot change protocol on a live client: replace it (off paho's thread)."""
-        old = self._client
-        old.disconnect()
-        old.loop_stop()
+        mqtt_client.close_client(self._client)
         self._protocol = MQTTProtocolVersion.MQTTv311
         self._client = self._make_client()
         self.start()

@@ -27,7 +27,7 @@ from paho.mqtt.reasoncodes import ReasonCode
 
 from ..config import BrokerSettings, Settings
 from ..messages.topics import Topics
-from .client import new_client
+from .client import close_client, new_client
 
 EXIT_ONLINE = 0
 EXIT_TIMEOUT = 1  # not online in time; an unreachable broker ends here too
@@ -79,8 +79,7 @@ def run_task(broker: BrokerSettings, client_id: str, task: BrokerTask, timeout: 
         client.loop_start()
         task.done.wait(timeout)
     finally:
-        client.disconnect()
-        client.loop_stop()
+        close_client(client)
 
 
 class _Watch(BrokerTask):

@@ -16,6 +16,8 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
+from edge_tts.mqtt.client import close_client
+
 from .waiting import DEFAULT_TIMEOUT_S, REQUEST_TIMEOUT_S, stop_process, wait_until
 
 
@@ -146,7 +148,7 @@ class Recorder:
         self.client.connect("127.0.0.1", port)
         self.client.loop_start()
         if not self._subscribed.wait(DEFAULT_TIMEOUT_S):
-            self.client.loop_stop()  # or its network thread outlives the test
+            close_client(self.client)  # or its network thread outlives the test
             raise RuntimeError(f"recorder did not connect to port {port}")
 
     def _on_connect(self, client: mqtt.Client, *_: Any) -> None:
@@ -211,8 +213,7 @@ class Recorder:
         return found
 
     def close(self) -> None:
-        self.client.disconnect()
-        self.client.loop_stop()
+        close_client(self.client)
 
 
 def make_tls_material(root: Path) -> tuple[Path, Path, Path]:
