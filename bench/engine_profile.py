@@ -271,7 +271,7 @@ def graph_parts(build: str, lines: Sequence[str]) -> dict[str, Any]:
 _ID_BUCKETS = (40, 80, 140)  # phoneme ids per run: the limits of the length groups
 
 
-def encoder_threads(build: str, lines: Sequence[str], rounds: int) -> dict[str, Any]:
+def encoder_thread_ratios(build: str, lines: Sequence[str], rounds: int) -> dict[str, Any]:
     """The encoder half on one thread and on two, by input length (see the module doc)."""
     from edge_tts.voice.model import new_session
 
@@ -279,7 +279,8 @@ def encoder_threads(build: str, lines: Sequence[str], rounds: int) -> dict[str, 
     sessions = {threads: new_session(halves.encoder, threads) for threads in (1, 2)}
     feeds = [voice._feeds(ids, None) for text in lines for ids in voice.ids(text)]
     times: dict[tuple[int, int], list[tuple[float, float]]] = {}
-    for turn in range(max(2, rounds * 2)):
+    turns = max(2, rounds * 2)
+    for turn in range(turns):
         for threads in (1, 2) if turn % 2 else (2, 1):
             for index, feed in enumerate(feeds):
                 cpu, wall = time.process_time(), time.perf_counter()
@@ -292,7 +293,6 @@ def encoder_threads(build: str, lines: Sequence[str], rounds: int) -> dict[str, 
         ids = int(feed["input"].shape[1])
         groups[next((f"< {b}" for b in _ID_BUCKETS if ids < b), labels[-1])].append(index)
     groups["all"] = list(range(len(feeds)))
-    turns = len(times[(1, 0)])
     return {name: _thread_ratios(times, ix, turns) for name, ix in groups.items() if ix}
 
 
@@ -326,7 +326,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.graph:
         result["graph"] = graph_parts(args.build, lines)
     if args.encoder_threads:
-        result["encoder_threads"] = encoder_threads(args.build, lines, args.rounds)
+        result["encoder_threads"] = encoder_thread_ratios(args.build, lines, args.rounds)
     result["machine"] = machine_info(before)
     return result
 

@@ -171,29 +171,24 @@ def test_stopping_the_link_closes_pahos_sockets_at_once() -> None:
 
 def test_a_broker_task_closes_its_client_and_sockets() -> None:
     """The rollout gate and Home Assistant's removal: one short-lived client each."""
-    seen: list[mqtt.Client] = []
 
     class Probe(BrokerTask):
-        def bind(self, client: mqtt.Client) -> None:
-            super().bind(client)
-            seen.append(client)
-
         def connected(self, client: mqtt.Client) -> None:
-            self.done.set()
+            raise AssertionError("nothing listens there")
 
-    pair: list[socket.socket] = []
-    probe = Probe()
-    probe.done.set()  # run_task returns once paho's thread has started
+    made: list[tuple[mqtt.Client, list[socket.socket]]] = []
     original = mqtt.Client.loop_start
 
     def loop_start(client: mqtt.Client) -> MQTTErrorCode:
         result = original(client)
-        pair.extend(paho_sockets(client))
+        made.append((client, paho_sockets(client)))
         return result
 
+    probe = Probe()
+    probe.done.set()  # run_task returns once paho's thread has started
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(mqtt.Client, "loop_start", loop_start)
         run_task(BrokerSettings(port=free_port()), "edge-tts-gate-unit", probe, timeout=30)
-    (client,) = seen
-    assert len(pair) == 2 and [sock.fileno() for sock in pair] == [-1, -1]
+    ((client, pair),) = made
+    assert [sock.fileno() for sock in pair] == [-1, -1]
     assert not network_thread_alive(client)
